@@ -156,10 +156,8 @@ static int add_file(clef_release *rel, const char *name, const char *source, int
     rel->n_files++;
     rc = clef_file_open(&f->file, full);
     free(full);
-    if (rc == CLEF_ERR_FILE_MISSING)
-        return clef_fail(missing_status, "file '%s' names '%s', which does not exist", source, name);
     if (rc != CLEF_OK)
-        return rc;
+        return rc; /* resolve saw the file a moment ago: a race, reported as is */
     rc = st_read_header(&f->file, name, &f->header);
     if (rc != CLEF_OK)
         return rc;
@@ -218,7 +216,7 @@ static int open_model_files(clef_release *rel) {
         if (!file_exists(rel->dir, SINGLE_NAME))
             return clef_fail(CLEF_ERR_FILE_MISSING, "release '%s' has neither %s nor %s", rel->dir,
                              INDEX_NAME, SINGLE_NAME);
-        return add_file(rel, SINGLE_NAME, rel->dir, CLEF_ERR_FILE_MISSING, 0);
+        return add_file(rel, SINGLE_NAME, NULL, CLEF_ERR_FILE_MISSING, 0);
     }
     rel->summary.sharded = 1;
     char *text = NULL;
@@ -471,7 +469,7 @@ static int open_steps(clef_release *rel, const clef_release_opts *opts) {
         (rc = open_model_files(rel)))
         return rc;
     if (file_exists(rel->dir, HEAD_WEIGHTS_NAME) || (rel->config.head.present && !opts->skip_model_checks))
-        if ((rc = add_file(rel, HEAD_WEIGHTS_NAME, rel->dir, CLEF_ERR_FILE_MISSING, 1)))
+        if ((rc = add_file(rel, HEAD_WEIGHTS_NAME, NULL, CLEF_ERR_FILE_MISSING, 1)))
             return rc;
     if ((rc = build_table(rel)))
         return rc;
