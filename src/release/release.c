@@ -187,16 +187,18 @@ static int check_index(clef_release *rel, const clef_index *idx, size_t first, s
             total += t->end - t->begin;
         }
     }
-    /* Every entry must be found in its shard: count matches per shard after the pass above. */
-    for (size_t k = 0; k < idx->count; k++) {
+    /* Every entry must be found in its shard. The pass above mapped each shard tensor to a
+     * distinct entry (names are unique within a header, and an entry names one shard), so
+     * equal counts mean every entry was found; only on a mismatch look for the missing one. */
+    size_t n_shard_tensors = 0;
+    for (size_t fi = first; fi < last; fi++)
+        n_shard_tensors += rel->files[fi].header.n_tensors;
+    for (size_t k = 0; k < idx->count && n_shard_tensors != idx->count; k++) {
         const clef_index_entry *e = &idx->entries[k];
         int found = 0;
         for (size_t fi = first; fi < last && !found; fi++) {
             const release_file *f = &rel->files[fi];
-            if (strcmp(f->name, e->shard) != 0)
-                continue;
-            /* Linear scan of one header is fine for the rare miss; a hit is found by count. */
-            for (size_t i = 0; i < f->header.n_tensors && !found; i++)
+            for (size_t i = 0; i < f->header.n_tensors && !found && !strcmp(f->name, e->shard); i++)
                 found = strcmp(f->header.tensors[i].name, e->tensor) == 0;
         }
         if (!found)
