@@ -518,8 +518,9 @@ int clef_head_config_parse(const char *text, size_t len, const char *file,
                            file, root->u.obj.members[i].key);
     }
     const int64_t max_size = (int64_t)1 << 24;
-    if (rc == CLEF_OK &&
-        ((rc = get_int(&c, root, "hidden_size", 1, 0, 1, &h->hidden_size)) ||
+    if (rc != CLEF_OK)
+        goto done;
+    if (((rc = get_int(&c, root, "hidden_size", 1, 0, 1, &h->hidden_size)) ||
          (rc = get_int(&c, root, "width", 1, 0, 1, &h->width)) ||
          (rc = get_int(&c, root, "routing_layers", 1, 0, 0, &h->routing_layers)) ||
          (rc = get_int(&c, root, "layers", 1, 0, 0, &h->layers)) ||

@@ -156,10 +156,8 @@ static int add_file(clef_release *rel, const char *name, const char *source, int
     rel->n_files++;
     rc = clef_file_open(&f->file, full);
     free(full);
-    if (rc == CLEF_ERR_FILE_MISSING)
-        return clef_fail(missing_status, "file '%s' names '%s', which does not exist", source, name);
     if (rc != CLEF_OK)
-        return rc;
+        return rc; /* resolve saw the file a moment ago: a race, reported as is */
     rc = st_read_header(&f->file, name, &f->header);
     if (rc != CLEF_OK)
         return rc;
@@ -189,16 +187,18 @@ static int check_index(clef_release *rel, const clef_index *idx, size_t first, s
             total += t->end - t->begin;
         }
     }
-    /* Every entry must be found in its shard: count matches per shard after the pass above. */
-    for (size_t k = 0; k < idx->count; k++) {
+    /* Every entry must be found in its shard. The pass above mapped each shard tensor to a
+     * distinct entry (names are unique within a header, and an entry names one shard), so
+     * equal counts mean every entry was found; only on a mismatch look for the missing one. */
+    size_t n_shard_tensors = 0;
+    for (size_t fi = first; fi < last; fi++)
+        n_shard_tensors += rel->files[fi].header.n_tensors;
+    for (size_t k = 0; k < idx->count && n_shard_tensors != idx->count; k++) {
         const clef_index_entry *e = &idx->entries[k];
         int found = 0;
         for (size_t fi = first; fi < last && !found; fi++) {
             const release_file *f = &rel->files[fi];
-            if (strcmp(f->name, e->shard) != 0)
-                continue;
-            /* Linear scan of one header is fine for the rare miss; a hit is found by count. */
-            for (size_t i = 0; i < f->header.n_tensors && !found; i++)
+            for (size_t i = 0; i < f->header.n_tensors && !found && !strcmp(f->name, e->shard); i++)
                 found = strcmp(f->header.tensors[i].name, e->tensor) == 0;
         }
         if (!found)
@@ -218,7 +218,7 @@ static int open_model_files(clef_release *rel) {
         if (!file_exists(rel->dir, SINGLE_NAME))
             return clef_fail(CLEF_ERR_FILE_MISSING, "release '%s' has neither %s nor %s", rel->dir,
                              INDEX_NAME, SINGLE_NAME);
-        return add_file(rel, SINGLE_NAME, rel->dir, CLEF_ERR_FILE_MISSING, 0);
+        return add_file(rel, SINGLE_NAME, NULL, CLEF_ERR_FILE_MISSING, 0);
     }
     rel->summary.sharded = 1;
     char *text = NULL;
@@ -471,7 +471,7 @@ static int open_steps(clef_release *rel, const clef_release_opts *opts) {
         (rc = open_model_files(rel)))
         return rc;
     if (file_exists(rel->dir, HEAD_WEIGHTS_NAME) || (rel->config.head.present && !opts->skip_model_checks))
-        if ((rc = add_file(rel, HEAD_WEIGHTS_NAME, rel->dir, CLEF_ERR_FILE_MISSING, 1)))
+        if ((rc = add_file(rel, HEAD_WEIGHTS_NAME, NULL, CLEF_ERR_FILE_MISSING, 1)))
             return rc;
     if ((rc = build_table(rel)))
         return rc;

@@ -26,6 +26,8 @@
 #ifndef CLEF_RELEASE_RELEASE_H
 #define CLEF_RELEASE_RELEASE_H
 
+#include "clef.h" /* status codes */
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -164,8 +164,8 @@ static void print_table(const clef_release *rel, const group_stats *groups) {
         printf("head       none\n");
     printf("precision  %s%s\n", precision_name(c->quant.method),
            c->quant.from_tensors ? " (from tensor dtypes; no quantization_config)" : "");
-    printf("tokenizer  tokenizer.json %s, tokenizer_config.json %s\n", s.has_tokenizer ? "yes" : "MISSING",
-           s.has_tokenizer_config ? "yes" : "missing");
+    printf("tokenizer  tokenizer.json %s, tokenizer_config.json %s\n", s.has_tokenizer ? "yes" : "absent (needed to run the model)",
+           s.has_tokenizer_config ? "yes" : "absent");
     if (s.has_manifest)
         printf("manifest   complete.json: %zu files, sizes ok, SHA-256 %s\n", s.manifest_files,
                s.manifest_verified ? "ok" : "not checked (--verify)");
@@ -205,10 +205,13 @@ static void print_table(const clef_release *rel, const group_stats *groups) {
     printf("\n");
     if (np == 0)
         printf("status     OK: the release is complete and consistent\n");
-    for (size_t i = 0; i < np; i++) {
+    const size_t shown = 40; /* a broken release can have thousands; --json lists them all */
+    for (size_t i = 0; i < np && i < shown; i++) {
         const clef_release_problem *p = clef_release_problem_at(rel, i);
         printf("problem    [%d %s] %s\n", p->status, clef_status_str(p->status), p->message);
     }
+    if (np > shown)
+        printf("problem    ... and %zu more (--json lists every one)\n", np - shown);
 }
 
 static void print_json(const clef_release *rel, const group_stats *groups, int ok) {
