@@ -168,10 +168,11 @@ static int encode_piece(void *ctx, clef_piece_role role, int32_t q, int32_t o, c
     return CLEF_OK;
 }
 
-static int append_ids(clef_encoded_record *r, const int32_t *ids, size_t n) {
+static void append_ids(clef_encoded_record *r, const int32_t *ids, size_t n) {
+    if (n == 0)
+        return; /* ids may be NULL (an empty buffer) */
     memcpy(r->ids + r->n_tokens, ids, n * sizeof *ids);
     r->n_tokens += (int32_t)n;
-    return CLEF_OK;
 }
 
 int clef_record_encode(const clef_request *request, const clef_encode_params *params,
