@@ -52,6 +52,7 @@ void clef_request_errors_free(clef_request_errors *errors) {
         return;
     for (size_t i = 0; i < errors->count; i++) {
         free(errors->items[i].loc);
+        free(errors->items[i].path);
         free(errors->items[i].msg);
     }
     free(errors->items);
@@ -102,6 +103,19 @@ static char *loc_json(const validator *v) {
     return clef_strbuf_take(&b, NULL);
 }
 
+static char *loc_dotted(const validator *v) {
+    clef_strbuf b = {0};
+    clef_strbuf_append_str(&b, "body");
+    for (int i = 0; i < v->depth; i++) {
+        clef_strbuf_append_char(&b, '.');
+        if (v->loc[i].key)
+            clef_strbuf_append(&b, v->loc[i].key, v->loc[i].key_len);
+        else
+            clef_strbuf_appendf(&b, "%zu", v->loc[i].index);
+    }
+    return clef_strbuf_take(&b, NULL);
+}
+
 /* Record a field error at the current path (status is the request-level status it implies). */
 static void field_error(validator *v, int status, const char *type, const char *fmt, ...)
     CLEF_PRINTF(4, 5);
@@ -134,10 +148,12 @@ static void field_error(validator *v, int status, const char *type, const char *
     va_end(ap);
     clef_field_error *fe = &e->items[e->count];
     fe->loc = loc_json(v);
+    fe->path = loc_dotted(v);
     fe->msg = strdup(msg);
     fe->type = type;
-    if (!fe->loc || !fe->msg) {
+    if (!fe->loc || !fe->path || !fe->msg) {
         free(fe->loc);
+        free(fe->path);
         free(fe->msg);
         v->oom = 1;
         return;
@@ -620,7 +636,7 @@ int clef_request_parse(const char *body, size_t len, clef_request_kind kind, con
         status = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory validating a request");
     } else if (status != CLEF_OK) {
         const clef_field_error *first = v->errors->count ? &v->errors->items[0] : NULL;
-        clef_fail(status, "request %s: %s (%zu problem%s)", first ? first->loc : "[\"body\"]",
+        clef_fail(status, "request %s: %s (%zu problem%s)", first ? first->path : "body",
                   first ? first->msg : "invalid", v->errors->count + v->errors->dropped,
                   v->errors->count + v->errors->dropped == 1 ? "" : "s");
     } else {
@@ -678,7 +694,7 @@ int clef_request_errors_render_workers_ai(const clef_request_errors *errors, cle
             clef_strbuf_append_char(out, ',');
         clef_strbuf_appendf(out, "{\"code\":%d,\"message\":", clef_workers_ai_error_code(e));
         clef_strbuf message = {0};
-        clef_strbuf_appendf(&message, "%s: %s", e->loc, e->msg);
+        clef_strbuf_appendf(&message, "%s: %s", e->path, e->msg);
         if (message.oom)
             out->oom = 1;
         else

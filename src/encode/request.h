@@ -92,6 +92,7 @@ typedef struct clef_request {
 
 typedef struct clef_field_error {
     char *loc;          /* a JSON array, e.g. ["body","questions","q1","type"] */
+    char *path;         /* the same loc for people: body.questions.q1.type */
     char *msg;          /* one sentence naming what is wrong and what is allowed */
     const char *type;   /* pydantic-style: missing, extra_forbidden, string_type, ... */
 } clef_field_error;
