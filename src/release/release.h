@@ -7,8 +7,8 @@
  * present, complete.json — and refuses the release (see formats.md "Validation") before
  * returning it. After a successful open, every listed tensor is known to lie inside its
  * file with a size that matches its shape and dtype, and to have the shape the config says.
- * No tensor data is read by open (scale checks excepted); the model reads each tensor once,
- * straight into its final buffer, with clef_release_read().
+ * No tensor data is read by open (scale and NF4 table checks excepted); the model reads each
+ * tensor once, straight into its final buffer, with clef_release_read().
  *
  * Engine names: one table (names.c) maps the release's names to the engine's:
  *   model.language_model.X | language_model.X        -> text.X
@@ -46,6 +46,7 @@ typedef enum clef_dtype {
 
 size_t clef_dtype_size(clef_dtype t);      /* bytes per element */
 const char *clef_dtype_name(clef_dtype t); /* the safetensors spelling: "BF16", "F8_E4M3", ... */
+int clef_dtype_parse(const char *name, clef_dtype *out); /* 1 and *out set if name is known */
 
 /* ---- configs ------------------------------------------------------------------------------ */
 
@@ -85,9 +86,11 @@ typedef struct clef_vision_config {
     int64_t num_position_embeddings;
 } clef_vision_config;
 
-/* joint_head_config.json. */
+/* joint_head_config.json (the arguments of the reference JointSchemaHead). */
 typedef struct clef_head_config {
+    int present;              /* 0 when the release has no joint head (skip_model_checks only) */
     int64_t hidden_size, width, routing_layers, layers, heads, feedforward;
+    double dropout;           /* training only; 0 when absent */
 } clef_head_config;
 
 typedef enum clef_quant_method {
@@ -102,6 +105,8 @@ typedef struct clef_quant_config {
     char **ignore;            /* module names / "re:" patterns left unquantized; owned */
     size_t n_ignore;
     int64_t group_size;       /* NF4 blocksize (64) or ConvRot group (256); 0 if n/a */
+    int double_quant;         /* NF4: bnb_4bit_use_double_quant (absmax U8 + nested tables) */
+    int from_tensors;         /* 1: no quantization_config; the method was read off the tensors */
 } clef_quant_config;
 
 typedef struct clef_release_config {
@@ -129,11 +134,23 @@ typedef struct clef_tensor_info {
 
 typedef struct clef_release clef_release;
 
+/* Progress of long steps (SHA-256 of complete.json's files): called before file i of n is
+ * hashed (bytes: its size), and once at the end with file == NULL. */
+typedef void (*clef_progress_fn)(void *user, const char *file, size_t i, size_t n, uint64_t bytes);
+
 typedef struct clef_release_opts {
     int verify_hashes;          /* 1: check every SHA-256 of complete.json (slow; --verify) */
     int allow_unknown_tensors;  /* 1: tensors the model does not know are reported, not refused */
     int skip_model_checks;      /* 1: only the file-level checks (inspect of a foreign layout) */
+    int keep_going;             /* 1: model-level problems (missing, unexpected, shape, dtype,
+                                 *    scale) are collected as problems and open succeeds;
+                                 *    file-level problems still fail open */
+    clef_progress_fn progress;  /* NULL: silent */
+    void *progress_user;
 } clef_release_opts;
+
+/* All zero: strict, no hashing, silent. */
+clef_release_opts clef_release_default_opts(void);
 
 /* Open and validate the release in dir. On failure returns a negative clef_status whose
  * message (clef_last_error) names the file and tensor; *out is NULL. */
@@ -158,5 +175,33 @@ int clef_release_read(const clef_release *rel, const clef_tensor_info *t, void *
 
 /* The directory the release was opened from. */
 const char *clef_release_dir(const clef_release *rel);
+
+/* Problems found by an open with keep_going (or unknown tensors allowed by
+ * allow_unknown_tensors): status and message naming file and tensor. Live until free. */
+typedef struct clef_release_problem {
+    int status;
+    const char *message;
+} clef_release_problem;
+size_t clef_release_problem_count(const clef_release *rel);
+const clef_release_problem *clef_release_problem_at(const clef_release *rel, size_t i);
+
+/* Facts about the release as a whole, for `clef inspect`. */
+typedef struct clef_release_summary {
+    int sharded;                 /* 1: model.safetensors.index.json; 0: model.safetensors */
+    uint64_t index_total_size;   /* metadata.total_size (sharded only) */
+    int has_manifest;            /* complete.json present (sizes checked) */
+    int manifest_verified;       /* its SHA-256s checked too */
+    size_t manifest_files;
+    int has_tokenizer;           /* tokenizer.json present */
+    int has_tokenizer_config;    /* tokenizer_config.json present */
+    size_t n_ignored;            /* mtp.* tensors skipped */
+    uint64_t ignored_bytes;
+    size_t n_unknown;            /* tensors the model does not know (allow_unknown_tensors) */
+} clef_release_summary;
+void clef_release_get_summary(const clef_release *rel, clef_release_summary *out);
+
+/* Tensor count and data bytes held by file i of clef_release_file_name. */
+size_t clef_release_file_tensor_count(const clef_release *rel, size_t i);
+uint64_t clef_release_file_tensor_bytes(const clef_release *rel, size_t i);
 
 #endif /* CLEF_RELEASE_RELEASE_H */

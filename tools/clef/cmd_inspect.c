@@ -1,13 +1,367 @@
 /*
- * cmd_inspect.c — `clef inspect DIR`: placeholder until the release reader lands (issue 2).
+ * cmd_inspect.c — `clef inspect DIR [--json] [--verify] [--allow-unknown]`: check a release
+ * directory and describe what it holds, for a person (a table) or a script (--json).
+ *
+ * The release is opened with keep_going, so every model-level problem (missing, unexpected,
+ * wrong shape or dtype, bad scale) is listed at once; a file-level problem (a damaged shard,
+ * a bad index or config, a complete.json mismatch) stops the check and is reported alone.
+ * Exit status: 0 the release is sound, 1 any problem, 2 bad usage.
  */
+#include "clef.h"
 #include "commands.h"
+#include "release/config.h"
+#include "release/names.h"
+#include "release/release.h"
 
 #include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: clef inspect DIR [--json] [--verify] [--allow-unknown]\n"
+            "\n"
+            "Check the Clef release in DIR the way loading it would (config.json,\n"
+            "joint_head_config.json, the shard index or model.safetensors, every safetensors\n"
+            "header, joint_head.safetensors, complete.json sizes) and describe it: architecture\n"
+            "and sizes, precision, tensors / parameters / bytes per group and per file, the head\n"
+            "config, the tokenizer files, and every problem found.\n"
+            "\n"
+            "  --json           print one JSON object instead of the table (for scripts)\n"
+            "  --verify         also check the SHA-256 of every file listed in complete.json\n"
+            "                   (reads every byte; progress on stderr)\n"
+            "  --allow-unknown  list tensors the model does not know without failing\n"
+            "  -h, --help       this text\n"
+            "\n"
+            "Exit status: 0 the release is sound, 1 a problem was found, 2 bad usage.\n");
+}
+
+static const char *precision_name(clef_quant_method m) {
+    switch (m) {
+    case CLEF_QUANT_NONE: return "bf16";
+    case CLEF_QUANT_BNB_NF4: return "nf4";
+    case CLEF_QUANT_FP8_W8A8: return "fp8-w8a8";
+    case CLEF_QUANT_INT8_CONVROT: return "int8-convrot";
+    }
+    return "?";
+}
+
+/* Quantization companions hold metadata, not parameters. */
+static int is_companion(const char *name) {
+    static const char *const suffixes[] = {".absmax", ".quant_map", ".nested_absmax",
+                                           ".nested_quant_map", ".quant_state.bitsandbytes__nf4",
+                                           ".weight_scale", ".input_scale", ".comfy_quant"};
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        size_t k = strlen(suffixes[i]);
+        if (n >= k && strcmp(name + n - k, suffixes[i]) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static uint64_t tensor_params(const clef_tensor_info *t, clef_quant_method m) {
+    if (is_companion(t->name))
+        return 0;
+    uint64_t n = t->n_bytes / clef_dtype_size(t->dtype);
+    if (m == CLEF_QUANT_BNB_NF4 && t->dtype == CLEF_DTYPE_U8)
+        n *= 2; /* two 4-bit values per byte */
+    return n;
+}
+
+typedef struct group_stats {
+    size_t tensors;
+    uint64_t params, bytes;
+    size_t per_dtype[CLEF_DTYPE_COUNT];
+} group_stats;
+
+static void with_commas(uint64_t v, char *buf, size_t cap) {
+    char tmp[32];
+    int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
+    size_t o = 0;
+    for (int i = 0; i < n && o + 1 < cap; i++) {
+        if (i > 0 && (n - i) % 3 == 0 && o + 2 < cap)
+            buf[o++] = ',';
+        buf[o++] = tmp[i];
+    }
+    buf[o] = '\0';
+}
+
+static void dtype_list(const group_stats *g, char *buf, size_t cap, int json) {
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int t = 0; t < CLEF_DTYPE_COUNT; t++) {
+        if (!g->per_dtype[t])
+            continue;
+        int w = json ? snprintf(buf + o, cap - o, "%s\"%s\": %zu", o ? ", " : "",
+                                clef_dtype_name((clef_dtype)t), g->per_dtype[t])
+                     : snprintf(buf + o, cap - o, "%s%s x%zu", o ? ", " : "",
+                                clef_dtype_name((clef_dtype)t), g->per_dtype[t]);
+        if (w < 0 || (size_t)w >= cap - o)
+            return;
+        o += (size_t)w;
+    }
+}
+
+static void json_string(FILE *out, const char *s) {
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(out, "\\u%04x", c);
+        else
+            fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+static void progress(void *user, const char *file, size_t i, size_t n, uint64_t bytes) {
+    (void)user;
+    if (file)
+        fprintf(stderr, "\rverifying SHA-256 %zu/%zu: %s (%.1f MB)\033[K", i + 1, n, file,
+                (double)bytes / 1e6);
+    else
+        fprintf(stderr, "\rverified SHA-256 of %zu files\033[K\n", n);
+}
+
+static void print_table(const clef_release *rel, const group_stats *groups) {
+    const clef_release_config *c = clef_release_get_config(rel);
+    const clef_text_config *t = &c->text;
+    clef_release_summary s;
+    clef_release_get_summary(rel, &s);
+    size_t n_full = 0;
+    for (int64_t i = 0; i < t->num_hidden_layers; i++)
+        n_full += t->layer_types[i] == CLEF_LAYER_FULL_ATTENTION;
+    char a[32], b[32];
+    printf("release    %s\n", clef_release_dir(rel));
+    printf("layout     %s\n", s.sharded ? "sharded (model.safetensors.index.json)" : "single file (model.safetensors)");
+    printf("text       %lld layers (%lld GDN + %zu attention), hidden %lld, MLP %lld, vocab %lld%s\n",
+           (long long)t->num_hidden_layers, (long long)t->num_hidden_layers - (long long)n_full, n_full,
+           (long long)t->hidden_size, (long long)t->intermediate_size, (long long)t->vocab_size,
+           t->tie_word_embeddings ? ", tied lm_head" : "");
+    printf("attention  %lld q heads / %lld kv heads x %lld, rotary %lld dims (theta %g, mrope %lld/%lld/%lld)\n",
+           (long long)t->num_attention_heads, (long long)t->num_key_value_heads, (long long)t->head_dim,
+           (long long)clef_text_rotary_dim(t), t->rope_theta, (long long)t->mrope_section[0],
+           (long long)t->mrope_section[1], (long long)t->mrope_section[2]);
+    printf("gdn        %lld k heads x %lld / %lld v heads x %lld, conv %lld\n",
+           (long long)t->linear_num_key_heads, (long long)t->linear_key_head_dim,
+           (long long)t->linear_num_value_heads, (long long)t->linear_value_head_dim,
+           (long long)t->linear_conv_kernel_dim);
+    if (c->vision.present)
+        printf("vision     %lld blocks x %lld, %lld heads, MLP %lld, patch %lld x %lld, merge %lld -> %lld\n",
+               (long long)c->vision.depth, (long long)c->vision.hidden_size, (long long)c->vision.num_heads,
+               (long long)c->vision.intermediate_size, (long long)c->vision.patch_size,
+               (long long)c->vision.temporal_patch_size, (long long)c->vision.spatial_merge_size,
+               (long long)c->vision.out_hidden_size);
+    else
+        printf("vision     none\n");
+    if (c->head.present)
+        printf("head       width %lld, routing_layers %lld, layers %lld, heads %lld, feedforward %lld\n",
+               (long long)c->head.width, (long long)c->head.routing_layers, (long long)c->head.layers,
+               (long long)c->head.heads, (long long)c->head.feedforward);
+    else
+        printf("head       none\n");
+    printf("precision  %s%s\n", precision_name(c->quant.method),
+           c->quant.from_tensors ? " (from tensor dtypes; no quantization_config)" : "");
+    printf("tokenizer  tokenizer.json %s, tokenizer_config.json %s\n", s.has_tokenizer ? "yes" : "MISSING",
+           s.has_tokenizer_config ? "yes" : "missing");
+    if (s.has_manifest)
+        printf("manifest   complete.json: %zu files, sizes ok, SHA-256 %s\n", s.manifest_files,
+               s.manifest_verified ? "ok" : "not checked (--verify)");
+    else
+        printf("manifest   none (no complete.json)\n");
+    if (s.n_ignored)
+        printf("ignored    %zu mtp.* tensors (%s bytes)\n", s.n_ignored,
+               (with_commas(s.ignored_bytes, a, sizeof a), a));
+
+    printf("\n%-12s %8s %16s %16s  %s\n", "group", "tensors", "params", "bytes", "dtypes");
+    group_stats total = {0};
+    for (int g = 0; g < CLEF_GROUP_COUNT; g++) {
+        if (!groups[g].tensors)
+            continue;
+        char d[160];
+        dtype_list(&groups[g], d, sizeof d, 0);
+        with_commas(groups[g].params, a, sizeof a);
+        with_commas(groups[g].bytes, b, sizeof b);
+        printf("%-12s %8zu %16s %16s  %s\n", clef_tensor_group_name((clef_tensor_group)g),
+               groups[g].tensors, a, b, d);
+        total.tensors += groups[g].tensors;
+        total.params += groups[g].params;
+        total.bytes += groups[g].bytes;
+    }
+    with_commas(total.params, a, sizeof a);
+    with_commas(total.bytes, b, sizeof b);
+    printf("%-12s %8zu %16s %16s\n", "total", total.tensors, a, b);
+
+    printf("\n%-40s %8s %16s %16s\n", "file", "tensors", "tensor bytes", "file bytes");
+    for (size_t i = 0; i < clef_release_file_count(rel); i++) {
+        with_commas(clef_release_file_tensor_bytes(rel, i), a, sizeof a);
+        with_commas(clef_release_file_size(rel, i), b, sizeof b);
+        printf("%-40s %8zu %16s %16s\n", clef_release_file_name(rel, i),
+               clef_release_file_tensor_count(rel, i), a, b);
+    }
+    size_t np = clef_release_problem_count(rel);
+    printf("\n");
+    if (np == 0)
+        printf("status     OK: the release is complete and consistent\n");
+    for (size_t i = 0; i < np; i++) {
+        const clef_release_problem *p = clef_release_problem_at(rel, i);
+        printf("problem    [%d %s] %s\n", p->status, clef_status_str(p->status), p->message);
+    }
+}
+
+static void print_json(const clef_release *rel, const group_stats *groups, int ok) {
+    const clef_release_config *c = clef_release_get_config(rel);
+    const clef_text_config *t = &c->text;
+    clef_release_summary s;
+    clef_release_get_summary(rel, &s);
+    printf("{\"ok\": %s, \"dir\": ", ok ? "true" : "false");
+    json_string(stdout, clef_release_dir(rel));
+    printf(", \"sharded\": %s, \"precision\": \"%s\", \"precision_from_tensors\": %s",
+           s.sharded ? "true" : "false", precision_name(c->quant.method),
+           c->quant.from_tensors ? "true" : "false");
+    printf(", \"text\": {\"vocab_size\": %lld, \"hidden_size\": %lld, \"intermediate_size\": %lld, "
+           "\"num_hidden_layers\": %lld, \"num_attention_heads\": %lld, \"num_key_value_heads\": %lld, "
+           "\"head_dim\": %lld, \"linear_num_key_heads\": %lld, \"linear_num_value_heads\": %lld, "
+           "\"linear_key_head_dim\": %lld, \"linear_value_head_dim\": %lld, "
+           "\"linear_conv_kernel_dim\": %lld, \"tie_word_embeddings\": %s, \"layer_types\": [",
+           (long long)t->vocab_size, (long long)t->hidden_size, (long long)t->intermediate_size,
+           (long long)t->num_hidden_layers, (long long)t->num_attention_heads,
+           (long long)t->num_key_value_heads, (long long)t->head_dim, (long long)t->linear_num_key_heads,
+           (long long)t->linear_num_value_heads, (long long)t->linear_key_head_dim,
+           (long long)t->linear_value_head_dim, (long long)t->linear_conv_kernel_dim,
+           t->tie_word_embeddings ? "true" : "false");
+    for (int64_t i = 0; i < t->num_hidden_layers; i++)
+        printf("%s\"%s\"", i ? ", " : "",
+               t->layer_types[i] == CLEF_LAYER_FULL_ATTENTION ? "full_attention" : "linear_attention");
+    printf("]}");
+    if (c->vision.present)
+        printf(", \"vision\": {\"depth\": %lld, \"hidden_size\": %lld, \"num_heads\": %lld, "
+               "\"intermediate_size\": %lld, \"out_hidden_size\": %lld}",
+               (long long)c->vision.depth, (long long)c->vision.hidden_size,
+               (long long)c->vision.num_heads, (long long)c->vision.intermediate_size,
+               (long long)c->vision.out_hidden_size);
+    else
+        printf(", \"vision\": null");
+    if (c->head.present)
+        printf(", \"head\": {\"hidden_size\": %lld, \"width\": %lld, \"routing_layers\": %lld, "
+               "\"layers\": %lld, \"heads\": %lld, \"feedforward\": %lld}",
+               (long long)c->head.hidden_size, (long long)c->head.width,
+               (long long)c->head.routing_layers, (long long)c->head.layers, (long long)c->head.heads,
+               (long long)c->head.feedforward);
+    else
+        printf(", \"head\": null");
+    printf(", \"tokenizer\": %s, \"tokenizer_config\": %s", s.has_tokenizer ? "true" : "false",
+           s.has_tokenizer_config ? "true" : "false");
+    printf(", \"manifest\": {\"present\": %s, \"files\": %zu, \"sha256_verified\": %s}",
+           s.has_manifest ? "true" : "false", s.manifest_files, s.manifest_verified ? "true" : "false");
+    printf(", \"ignored\": {\"tensors\": %zu, \"bytes\": %llu}", s.n_ignored,
+           (unsigned long long)s.ignored_bytes);
+    printf(", \"groups\": {");
+    int first = 1;
+    for (int g = 0; g < CLEF_GROUP_COUNT; g++) {
+        if (!groups[g].tensors)
+            continue;
+        char d[256];
+        dtype_list(&groups[g], d, sizeof d, 1);
+        printf("%s\"%s\": {\"tensors\": %zu, \"params\": %llu, \"bytes\": %llu, \"dtypes\": {%s}}",
+               first ? "" : ", ", clef_tensor_group_name((clef_tensor_group)g), groups[g].tensors,
+               (unsigned long long)groups[g].params, (unsigned long long)groups[g].bytes, d);
+        first = 0;
+    }
+    printf("}, \"files\": [");
+    for (size_t i = 0; i < clef_release_file_count(rel); i++) {
+        printf("%s{\"name\": ", i ? ", " : "");
+        json_string(stdout, clef_release_file_name(rel, i));
+        printf(", \"tensors\": %zu, \"tensor_bytes\": %llu, \"size\": %llu}",
+               clef_release_file_tensor_count(rel, i),
+               (unsigned long long)clef_release_file_tensor_bytes(rel, i),
+               (unsigned long long)clef_release_file_size(rel, i));
+    }
+    printf("], \"problems\": [");
+    for (size_t i = 0; i < clef_release_problem_count(rel); i++) {
+        const clef_release_problem *p = clef_release_problem_at(rel, i);
+        printf("%s{\"status\": %d, \"kind\": ", i ? ", " : "", p->status);
+        json_string(stdout, clef_status_str(p->status));
+        printf(", \"message\": ");
+        json_string(stdout, p->message);
+        printf("}");
+    }
+    printf("]}\n");
+}
 
 int cmd_inspect(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "clef inspect: the release reader is not built yet\n");
-    return 1;
+    const char *dir = NULL;
+    int as_json = 0;
+    clef_release_opts opts = clef_release_default_opts();
+    opts.keep_going = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--json")) {
+            as_json = 1;
+        } else if (!strcmp(argv[i], "--verify")) {
+            opts.verify_hashes = 1;
+        } else if (!strcmp(argv[i], "--allow-unknown")) {
+            opts.allow_unknown_tensors = 1;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "clef inspect: unknown option '%s'\n\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else if (dir) {
+            fprintf(stderr, "clef inspect: one directory only ('%s' and '%s')\n\n", dir, argv[i]);
+            usage(stderr);
+            return 2;
+        } else {
+            dir = argv[i];
+        }
+    }
+    if (!dir) {
+        usage(stderr);
+        return 2;
+    }
+    if (opts.verify_hashes) {
+        opts.progress = progress;
+    }
+    clef_release *rel = NULL;
+    int rc = clef_release_open(dir, &opts, &rel);
+    if (rc != CLEF_OK) {
+        if (as_json) {
+            printf("{\"ok\": false, \"dir\": ");
+            json_string(stdout, dir);
+            printf(", \"status\": %d, \"kind\": ", rc);
+            json_string(stdout, clef_status_str(rc));
+            printf(", \"error\": ");
+            json_string(stdout, clef_last_error());
+            printf("}\n");
+        } else {
+            printf("release    %s\nstatus     REFUSED [%d %s]\nproblem    %s\n", dir, rc,
+                   clef_status_str(rc), clef_last_error());
+        }
+        return 1;
+    }
+    group_stats groups[CLEF_GROUP_COUNT];
+    memset(groups, 0, sizeof groups);
+    clef_quant_method m = clef_release_get_config(rel)->quant.method;
+    for (size_t i = 0; i < clef_release_tensor_count(rel); i++) {
+        const clef_tensor_info *t = clef_release_tensor_at(rel, i);
+        group_stats *g = &groups[clef_tensor_group_of(t->name)];
+        g->tensors++;
+        g->params += tensor_params(t, m);
+        g->bytes += t->n_bytes;
+        g->per_dtype[t->dtype]++;
+    }
+    size_t blocking = 0;
+    for (size_t i = 0; i < clef_release_problem_count(rel); i++) {
+        const clef_release_problem *p = clef_release_problem_at(rel, i);
+        blocking += !(opts.allow_unknown_tensors && p->status == CLEF_ERR_TENSOR_UNEXPECTED);
+    }
+    if (as_json)
+        print_json(rel, groups, blocking == 0);
+    else
+        print_table(rel, groups);
+    clef_release_free(rel);
+    return blocking ? 1 : 0;
 }

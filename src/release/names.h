@@ -1,0 +1,42 @@
+/*
+ * names.h — the one table that maps release tensor names to engine names, and engine names
+ * to the tensor groups `clef inspect` reports (embeddings, GDN, attention, ...).
+ *
+ *   model.language_model.X | language_model.X   -> text.X
+ *   model.visual.X | visual.X                    -> vision.X
+ *   lm_head.weight                               -> lm_head.weight
+ *   X in joint_head.safetensors                  -> head.X
+ *   mtp.*                                        -> ignored (multi-token prediction, unused)
+ * Anything else in a model shard is unknown: it keeps its stored name.
+ */
+#ifndef CLEF_RELEASE_NAMES_H
+#define CLEF_RELEASE_NAMES_H
+
+typedef enum clef_name_kind {
+    CLEF_NAME_MODEL,    /* text.*, vision.*, lm_head.weight */
+    CLEF_NAME_HEAD,     /* head.* */
+    CLEF_NAME_IGNORED,  /* mtp.*: counted, never loaded */
+    CLEF_NAME_UNKNOWN,  /* no known prefix */
+} clef_name_kind;
+
+/* Map a stored name. in_head_file: the tensor comes from joint_head.safetensors. *engine is a
+ * malloc'd engine name (the stored name for UNKNOWN/IGNORED); NULL on out of memory. */
+clef_name_kind clef_name_to_engine(const char *stored, int in_head_file, char **engine);
+
+typedef enum clef_tensor_group {
+    CLEF_GROUP_EMBEDDINGS,
+    CLEF_GROUP_GDN,        /* text.layers.*.linear_attn.* */
+    CLEF_GROUP_ATTENTION,  /* text.layers.*.self_attn.* */
+    CLEF_GROUP_MLP,
+    CLEF_GROUP_NORMS,      /* text layer norms and the final norm */
+    CLEF_GROUP_VISION,
+    CLEF_GROUP_LM_HEAD,
+    CLEF_GROUP_HEAD,
+    CLEF_GROUP_OTHER,      /* ignored or unknown */
+    CLEF_GROUP_COUNT
+} clef_tensor_group;
+
+clef_tensor_group clef_tensor_group_of(const char *engine_name);
+const char *clef_tensor_group_name(clef_tensor_group g); /* "embeddings", "gdn", ... */
+
+#endif /* CLEF_RELEASE_NAMES_H */

@@ -1,0 +1,67 @@
+/*
+ * path.c — keep release file names inside the release directory (see path.h).
+ */
+#include "release/path.h"
+
+#include "core/error.h"
+#include "core/io.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Any "..", "." or empty component, or a leading '/', or a backslash (a Windows-style
+ * separator would mean something else on another platform) is refused outright. */
+static int name_is_plain(const char *name) {
+    if (!name[0] || name[0] == '/' || strchr(name, '\\'))
+        return 0;
+    const char *p = name;
+    while (*p) {
+        const char *slash = strchr(p, '/');
+        size_t n = slash ? (size_t)(slash - p) : strlen(p);
+        if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+            return 0;
+        p += n;
+        if (*p == '/')
+            p++;
+    }
+    return 1;
+}
+
+int clef_release_resolve(const char *dir, const char *dir_real, const char *name,
+                         const char *source, int missing_status, char **full) {
+    *full = NULL;
+    if (!name_is_plain(name))
+        return clef_fail(CLEF_ERR_SHARD_PATH,
+                         "file '%s' names '%.200s', which is not a plain relative path inside the "
+                         "release (absolute, '..' or empty component)",
+                         source, name);
+    char *joined = clef_path_join(dir, name);
+    if (!joined)
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory");
+    char *real = realpath(joined, NULL);
+    if (!real) {
+        int e = errno;
+        int rc = e == ENOENT ? clef_fail(missing_status, "file '%s' names '%s', which does not exist",
+                                         source, joined)
+                             : clef_fail(CLEF_ERR_IO, "cannot resolve '%s' (named by '%s'): %s",
+                                         joined, source, strerror(e));
+        free(joined);
+        return rc;
+    }
+    size_t n = strlen(dir_real);
+    int inside = strncmp(real, dir_real, n) == 0 && (real[n] == '/' || (n == 1 && dir_real[0] == '/'));
+    if (!inside) {
+        int rc = clef_fail(CLEF_ERR_SHARD_PATH,
+                           "file '%s' names '%s', which resolves to '%s' outside the release "
+                           "directory '%s' (symlink out)",
+                           source, name, real, dir_real);
+        free(real);
+        free(joined);
+        return rc;
+    }
+    free(real);
+    *full = joined;
+    return CLEF_OK;
+}

@@ -1,0 +1,110 @@
+/*
+ * values.c — value checks of scale and NF4 metadata tensors (see values.h).
+ */
+#include "release/values.h"
+
+#include "core/error.h"
+#include "core/numeric.h"
+#include "json/json.h"
+
+#include <math.h>
+#include <string.h>
+
+/* bitsandbytes' NF4 code table (formats.md), index = nibble. */
+static const float nf4_table[16] = {
+    -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f,
+    -0.28444138169288635f, -0.18477343022823334f, -0.09105003625154495f, 0.0f,
+    0.07958029955625534f, 0.16093020141124725f, 0.24611230194568634f, 0.33791524171829224f,
+    0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f,
+};
+
+static float element(const clef_tensor_info *t, const void *data, uint64_t i) {
+    const unsigned char *p = data;
+    switch (t->dtype) {
+    case CLEF_DTYPE_BF16: {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        return clef_bf16_to_f32(h);
+    }
+    case CLEF_DTYPE_F16: {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        return clef_f16_to_f32(h);
+    }
+    case CLEF_DTYPE_F32: {
+        float f;
+        memcpy(&f, p + 4 * i, 4);
+        return f;
+    }
+    default:
+        return NAN; /* not a float dtype: the dtype check refused it already */
+    }
+}
+
+static int check_nf4_state(const clef_tensor_info *t, const void *data,
+                           const clef_expected_tensor *e, const char *file) {
+    json_doc *doc = NULL;
+    json_error err;
+    json_parse_opts opts = {0, 16};
+    if (json_parse(data, (size_t)t->n_bytes, &opts, &doc, &err) != 0)
+        return clef_fail(CLEF_ERR_QUANT_CONFIG,
+                         "file '%s': tensor '%s' is not the UTF-8 JSON quant_state of "
+                         "bitsandbytes: %s",
+                         file, t->stored_name, err.msg);
+    const json_value *root = json_doc_root(doc);
+    const char *type = json_get_string(json_object_get(root, "quant_type"));
+    const json_value *shape = json_object_get(root, "shape");
+    int64_t blocksize = 0, s0 = -1, s1 = -1;
+    json_get_int64(json_object_get(root, "blocksize"), &blocksize);
+    if (shape && shape->type == JSON_ARRAY && shape->u.arr.count == 2) {
+        json_get_int64(shape->u.arr.items[0], &s0);
+        json_get_int64(shape->u.arr.items[1], &s1);
+    }
+    int rc = CLEF_OK;
+    if (!type || strcmp(type, "nf4") != 0 || blocksize != 64 || s0 != e->weight_shape[0] ||
+        s1 != e->weight_shape[1])
+        rc = clef_fail(CLEF_ERR_QUANT_CONFIG,
+                       "file '%s': tensor '%s' says quant_type %s, blocksize %lld, shape [%lld, "
+                       "%lld]; expected nf4, 64, [%lld, %lld]",
+                       file, t->stored_name, type ? type : "(missing)", (long long)blocksize,
+                       (long long)s0, (long long)s1, (long long)e->weight_shape[0],
+                       (long long)e->weight_shape[1]);
+    json_doc_free(doc);
+    return rc;
+}
+
+int clef_check_tensor_values(const clef_tensor_info *t, const void *data,
+                             const clef_expected_tensor *e, const char *file) {
+    uint64_t n = clef_dtype_size(t->dtype) ? t->n_bytes / clef_dtype_size(t->dtype) : 0;
+    switch (e->check) {
+    case CLEF_CHECK_NONE:
+        return CLEF_OK;
+    case CLEF_CHECK_SCALE:
+    case CLEF_CHECK_FINITE:
+        for (uint64_t i = 0; i < n; i++) {
+            float v = element(t, data, i);
+            int bad = !isfinite(v) || (e->check == CLEF_CHECK_SCALE && !(v > 0));
+            if (bad)
+                return clef_fail(CLEF_ERR_SCALE_INVALID,
+                                 "file '%s': tensor '%s' element %llu is %g; %s", file,
+                                 t->stored_name, (unsigned long long)i, (double)v,
+                                 e->check == CLEF_CHECK_SCALE
+                                     ? "a quantization scale must be finite and positive"
+                                     : "the table must be finite");
+        }
+        return CLEF_OK;
+    case CLEF_CHECK_NF4_QUANT_MAP:
+        for (uint64_t i = 0; i < n && i < 16; i++) {
+            float v = element(t, data, i);
+            if (memcmp(&v, &nf4_table[i], sizeof v) != 0)
+                return clef_fail(CLEF_ERR_QUANT_CONFIG,
+                                 "file '%s': tensor '%s' entry %llu is %.9g, the NF4 table has %.9g",
+                                 file, t->stored_name, (unsigned long long)i, (double)v,
+                                 (double)nf4_table[i]);
+        }
+        return CLEF_OK;
+    case CLEF_CHECK_NF4_STATE:
+        return check_nf4_state(t, data, e, file);
+    }
+    return CLEF_OK;
+}
