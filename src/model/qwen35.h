@@ -52,6 +52,10 @@ int qwen35_load(const clef_text_config *cfg, const qwen35_tensor_source *src, cl
                 const qwen35_params *params, qwen35_model **out);
 void qwen35_free(qwen35_model *m); /* accepts NULL */
 
+/* qwen35_load with the release's text config and tensor table (rel outlives the load only). */
+int qwen35_load_release(const clef_release *rel, clef_backend *be, const qwen35_params *params,
+                        qwen35_model **out);
+
 /* Run n_seqs sequences: ids (host, int32) rows [seq_start[s], seq_start[s+1]) are sequence s;
  * seq_start (host) has n_seqs + 1 entries, seq_start[0] = 0. On success the final hidden
  * states are at qwen35_output(m). Errors: CLEF_ERR_INVALID_ARG (bad seq_start, empty
