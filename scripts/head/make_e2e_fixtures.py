@@ -9,9 +9,12 @@ random weights, real layout, its own tokenizer), and writes tests/model/fixtures
   {"release": "demo/clef-demo", "max_length": N,
    "records": [{"name", "request",            the request body decide() receives
                 "ids",                        encode_record()'s input_ids
+                "truncated_tokens",           state tokens encode_record() cut to fit
                 "logits": [[...] per question, options in presented order],
                 "probs":  [[...] ...],        softmax of the logits
                 "answer": {...}}]}            systemone()'s response body
+(Our answer adds usage.truncated_tokens when the state was cut, as spec/api.md asks; the
+reference's body has no such field, so the test inserts it into the expected body.)
 
 Logits and probabilities come from the oracle evaluated in float64 (backbone and head, same
 weights), i.e. the exact values to fp32 rounding; the answer from the oracle's own float32 run
@@ -122,6 +125,7 @@ def main() -> None:
     for name, record in records(random.Random(5)):
         request = copy.deepcopy(record)
         encoded = mod.encode_record(tokenizer, request, max_length=MAX_LENGTH)
+        uncut = mod.encode_record(tokenizer, request, max_length=1 << 30)
         batch = mod.collate_records([encoded], tokenizer.pad_token_id, torch.device("cpu"))
         with torch.inference_mode():
             logits = exact(batch)[0]
@@ -130,6 +134,7 @@ def main() -> None:
         answer = mod.systemone(published, processor, body, max_length=MAX_LENGTH)
         out["records"].append({
             "name": name, "request": request, "ids": list(encoded.input_ids),
+            "truncated_tokens": len(uncut.input_ids) - len(encoded.input_ids),
             "logits": [floats(q) for q in logits],
             "probs": [floats(q.softmax(-1)) for q in logits],
             "answer": answer})
