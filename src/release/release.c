@@ -612,3 +612,20 @@ int clef_release_read(const clef_release *rel, const clef_tensor_info *t, void *
         return clef_fail(CLEF_ERR_INVALID_ARG, "tensor '%s' is too large for this platform", t->name);
     return clef_file_pread(&rel->files[t->file].file, dst, (size_t)t->n_bytes, t->offset);
 }
+
+int clef_release_map(const clef_release *rel, const clef_tensor_info *t, clef_tensor_map *out) {
+    if (!out)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_release_map: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!rel || !t || t->file < 0 || (size_t)t->file >= rel->n_files || t->n_bytes > SIZE_MAX)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_release_map: bad arguments");
+    return clef_file_map(&rel->files[t->file].file, t->offset, (size_t)t->n_bytes, &out->base,
+                         &out->map_len, &out->data);
+}
+
+void clef_release_unmap(clef_tensor_map *m) {
+    if (!m)
+        return;
+    clef_file_unmap(m->base, m->map_len);
+    memset(m, 0, sizeof *m);
+}

@@ -3,7 +3,8 @@
  * save_pretrained, safetensors save_file, bitsandbytes, compressed-tensors, comfy-kitchen;
  * see scripts/fixtures/) open, and every tensor reads back bit-identical to what the Python
  * safetensors library loads: same file, dtype, shape, byte count and SHA-256 of the bytes
- * (tests/release/fixtures/<name>.manifest.json, written by make_test_fixtures.py).
+ * (tests/release/fixtures/<name>.manifest.json, written by make_test_fixtures.py), both
+ * through clef_release_read (pread) and clef_release_map (read-only mapping).
  */
 #include "test.h"
 
@@ -85,6 +86,12 @@ static void check_fixture(const char *name, clef_quant_method want_method) {
                   stored);
         identical += strcmp(hex, want_hex) == 0;
         free(buf);
+        clef_tensor_map map;
+        CHECK(clef_release_map(rel, t, &map) == CLEF_OK);
+        sha256_hex(map.data, t->n_bytes, hex);
+        CHECK_MSG(strcmp(hex, want_hex) == 0, "%s: mapped tensor '%s' differs from Python's", name,
+                  stored);
+        clef_release_unmap(&map);
     }
     CHECK_EQ_INT(matched + ignored, tensors ? tensors->u.obj.count : 0);
     CHECK_EQ_INT(matched, clef_release_tensor_count(rel));
