@@ -37,6 +37,11 @@ typedef struct clef_encoded_record {
     int32_t n_questions;
     clef_encoded_question *questions; /* [n_questions], document order */
     int32_t truncated_tokens; /* state tokens cut to fit max_length (0 if none) */
+    /* Added by src/encode (the fields above are the model's contract and stay as they are): */
+    int32_t media_offset;     /* first media placeholder token (= the prefix length) */
+    int32_t n_media_tokens;   /* placeholder tokens reserved for images/videos (0 if none) */
+    int32_t state_offset;     /* first state token */
+    int32_t n_state_tokens;   /* state tokens kept */
 } clef_encoded_record;
 
 #endif /* CLEF_ENCODE_ENCODED_H */

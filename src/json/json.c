@@ -301,10 +301,18 @@ static json_value *parse_number(parser *p) {
             kind = JSON_NUMBER_REAL;
         }
     }
+    size_t n = i - start;
+    size_t digits = n - (p->s[start] == '-');
+    if (kind == JSON_NUMBER_INTEGER && digits > JSON_PARSE_INT_MAX_DIGITS) {
+        /* Python's json.loads raises ValueError here (int string conversion limit). */
+        fail_at(p, start, PARSE_SYNTAX,
+                "integer of %zu digits exceeds Python's limit of %d digits", digits,
+                JSON_PARSE_INT_MAX_DIGITS);
+        return NULL;
+    }
     json_value *v = new_value(p, JSON_NUMBER);
     if (!v)
         return NULL;
-    size_t n = i - start;
     char *text = arena_alloc(p->doc, n + 1);
     if (!text) {
         nomem(p);

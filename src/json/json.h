@@ -11,14 +11,20 @@
  * Accepted grammar: RFC 8259 plus, only when json_parse_opts.allow_nonfinite is set,
  * Python's `NaN`, `Infinity`, `-Infinity`. Strings must be valid UTF-8; `\u` escapes must
  * form valid code points (a lone surrogate is refused: it cannot be encoded as UTF-8 for
- * the tokenizer). Nesting deeper than max_depth is refused (no stack overflow on hostile
- * input). All nodes of a document live in one arena, freed by json_doc_free.
+ * the tokenizer). Integers of more than JSON_PARSE_INT_MAX_DIGITS digits are refused, as
+ * Python's json.loads refuses them (ValueError from its int string conversion limit) even
+ * when a later duplicate key would replace the value. Nesting deeper than max_depth is
+ * refused (no stack overflow on hostile input). All nodes of a document live in one arena,
+ * freed by json_doc_free.
  */
 #ifndef CLEF_JSON_JSON_H
 #define CLEF_JSON_JSON_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* Python's default sys.int_info.default_max_str_digits. */
+#define JSON_PARSE_INT_MAX_DIGITS 4300
 
 typedef enum json_type {
     JSON_NULL,

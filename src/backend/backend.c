@@ -1,0 +1,229 @@
+/*
+ * backend.c — the dispatch layer of the op table (see backend.h): each clef_<op>() checks its
+ * arguments once and calls the backend's implementation. A failed check is a bug in the
+ * calling model code (shapes are validated at load), so it is a CLEF_ASSERT, not a status.
+ */
+#include "backend/backend.h"
+
+#include "core/error.h"
+
+const char *clef_wtype_name(clef_wtype t) {
+    switch (t) {
+    case CLEF_WTYPE_F32: return "F32";
+    case CLEF_WTYPE_BF16: return "BF16";
+    default: return "?";
+    }
+}
+
+size_t clef_wtype_size(clef_wtype t) {
+    switch (t) {
+    case CLEF_WTYPE_F32: return 4;
+    case CLEF_WTYPE_BF16: return 2;
+    default: return 0;
+    }
+}
+
+clef_backend_params clef_backend_default_params(void) {
+    clef_backend_params p = {0};
+    return p;
+}
+
+void clef_backend_free(clef_backend *be) {
+    if (be)
+        be->ops->free(be);
+}
+
+void *clef_backend_alloc(clef_backend *be, size_t bytes) { return be->ops->alloc(be, bytes); }
+
+void clef_backend_release(clef_backend *be, void *buf) {
+    if (buf)
+        be->ops->release(be, buf);
+}
+
+int clef_backend_write(clef_backend *be, void *dst, const void *host_src, size_t bytes) {
+    return be->ops->write(be, dst, host_src, bytes);
+}
+
+int clef_backend_read(clef_backend *be, void *host_dst, const void *src, size_t bytes) {
+    return be->ops->read(be, host_dst, src, bytes);
+}
+
+int clef_backend_synchronize(clef_backend *be) { return be->ops->synchronize(be); }
+
+void clef_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
+                 const float *bias, float *y, int64_t ldy, int accumulate) {
+    CLEF_ASSERT(w && w->data && w->type >= 0 && w->type < CLEF_WTYPE_COUNT);
+    CLEF_ASSERT(w->rows > 0 && w->cols > 0 && w->ld >= w->cols);
+    CLEF_ASSERT(T >= 0 && ldx >= w->cols && ldy >= w->rows);
+    if (T == 0)
+        return;
+    CLEF_ASSERT(x && y);
+    be->ops->matmul(be, T, x, ldx, w, bias, y, ldy, accumulate);
+}
+
+void clef_get_rows(clef_backend *be, const clef_matrix *e, int64_t n, const int32_t *ids,
+                   float *y, int64_t ldy) {
+    CLEF_ASSERT(e && e->data && n >= 0 && ldy >= e->cols);
+    if (n == 0)
+        return;
+    CLEF_ASSERT(ids && y);
+    be->ops->get_rows(be, e, n, ids, y, ldy);
+}
+
+void clef_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx,
+                  const float *w, float eps, int add_one, float *y, int64_t ldy) {
+    CLEF_ASSERT(rows >= 0 && dim > 0 && ldx >= dim && ldy >= dim);
+    if (rows == 0)
+        return;
+    CLEF_ASSERT(x && y && (x != y || ldx == ldy));
+    be->ops->rmsnorm(be, rows, dim, x, ldx, w, eps, add_one, y, ldy);
+}
+
+void clef_rmsnorm_gated(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx,
+                        const float *z, int64_t ldz, const float *w, float eps, float *y,
+                        int64_t ldy) {
+    CLEF_ASSERT(rows >= 0 && dim > 0 && ldx >= dim && ldz >= dim && ldy >= dim);
+    if (rows == 0)
+        return;
+    CLEF_ASSERT(x && z && w && y && (x != y || ldx == ldy));
+    be->ops->rmsnorm_gated(be, rows, dim, x, ldx, z, ldz, w, eps, y, ldy);
+}
+
+void clef_layernorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx,
+                    const float *w, const float *b, float eps, float *y, int64_t ldy) {
+    CLEF_ASSERT(rows >= 0 && dim > 0 && ldx >= dim && ldy >= dim);
+    if (rows == 0)
+        return;
+    CLEF_ASSERT(x && y && (x != y || ldx == ldy));
+    be->ops->layernorm(be, rows, dim, x, ldx, w, b, eps, y, ldy);
+}
+
+void clef_conv1d_causal_silu(clef_backend *be, int64_t T, int64_t C, int64_t K, const float *x,
+                             int64_t ldx, const float *w, const float *prev, float *y,
+                             int64_t ldy) {
+    CLEF_ASSERT(T >= 0 && C > 0 && K > 0 && ldx >= C && ldy >= C);
+    if (T == 0)
+        return;
+    CLEF_ASSERT(x && w && y && x != y);
+    be->ops->conv1d_causal_silu(be, T, C, K, x, ldx, w, prev, y, ldy);
+}
+
+void clef_gdn_gates(clef_backend *be, int64_t T, int64_t H, const float *a, int64_t lda,
+                    const float *b, int64_t ldb, const float *a_log, const float *dt_bias,
+                    float *g, float *beta) {
+    CLEF_ASSERT(T >= 0 && H > 0 && lda >= H && ldb >= H);
+    if (T == 0)
+        return;
+    CLEF_ASSERT(a && b && a_log && dt_bias && g && beta);
+    be->ops->gdn_gates(be, T, H, a, lda, b, ldb, a_log, dt_bias, g, beta);
+}
+
+static void check_gdn_args(const clef_gdn_args *a) {
+    CLEF_ASSERT(a && a->T >= 0 && a->n_k_heads > 0 && a->n_v_heads > 0);
+    CLEF_ASSERT(a->n_v_heads % a->n_k_heads == 0 && a->dk > 0 && a->dv > 0);
+    CLEF_ASSERT(a->ldq >= a->n_k_heads * a->dk && a->ldk >= a->n_k_heads * a->dk);
+    CLEF_ASSERT(a->ldv >= a->n_v_heads * a->dv && a->ldo >= a->n_v_heads * a->dv);
+    CLEF_ASSERT(a->mode == CLEF_GDN_CHUNKED || a->mode == CLEF_GDN_RECURRENT);
+}
+
+void clef_gdn(clef_backend *be, const clef_gdn_args *args, void *scratch) {
+    check_gdn_args(args);
+    if (args->T == 0)
+        return;
+    CLEF_ASSERT(args->q && args->k && args->v && args->g && args->beta && args->o);
+    be->ops->gdn(be, args, scratch);
+}
+
+size_t clef_gdn_workspace_size(clef_backend *be, const clef_gdn_args *args) {
+    check_gdn_args(args);
+    return be->ops->gdn_workspace_size(be, args);
+}
+
+void clef_rope_table(clef_backend *be, int64_t T, const int32_t *pos, int64_t rot_dims,
+                     double theta, const int64_t sections[3], int mrope_interleaved,
+                     float *cos_out, float *sin_out) {
+    CLEF_ASSERT(T >= 0 && rot_dims > 0 && rot_dims % 2 == 0 && theta > 0 && sections);
+    CLEF_ASSERT(sections[0] >= 0 && sections[1] >= 0 && sections[2] >= 0);
+    CLEF_ASSERT(sections[0] + sections[1] + sections[2] == rot_dims / 2);
+    if (T == 0)
+        return;
+    CLEF_ASSERT(pos && cos_out && sin_out);
+    be->ops->rope_table(be, T, pos, rot_dims, theta, sections, mrope_interleaved, cos_out, sin_out);
+}
+
+void clef_rope_apply(clef_backend *be, int64_t T, int64_t n_heads, float *x, int64_t ldx,
+                     int64_t head_stride, int64_t rot_dims, const float *cos_t,
+                     const float *sin_t) {
+    CLEF_ASSERT(T >= 0 && n_heads > 0 && rot_dims > 0 && rot_dims % 2 == 0);
+    CLEF_ASSERT(head_stride >= rot_dims && ldx >= (n_heads - 1) * head_stride + rot_dims);
+    if (T == 0)
+        return;
+    CLEF_ASSERT(x && cos_t && sin_t);
+    be->ops->rope_apply(be, T, n_heads, x, ldx, head_stride, rot_dims, cos_t, sin_t);
+}
+
+static void check_attention_args(const clef_attention_args *a) {
+    CLEF_ASSERT(a && a->n_q >= 0 && a->n_kv >= 0 && a->head_dim > 0);
+    CLEF_ASSERT(a->n_q_heads > 0 && a->n_kv_heads > 0 && a->n_q_heads % a->n_kv_heads == 0);
+    CLEF_ASSERT(!a->causal || a->n_kv >= a->n_q);
+    CLEF_ASSERT(a->q_head_stride >= a->head_dim && a->k_head_stride >= a->head_dim);
+    CLEF_ASSERT(a->v_head_stride >= a->head_dim && a->o_head_stride >= a->head_dim);
+    CLEF_ASSERT(a->ldq >= (a->n_q_heads - 1) * a->q_head_stride + a->head_dim);
+    CLEF_ASSERT(a->ldk >= (a->n_kv_heads - 1) * a->k_head_stride + a->head_dim);
+    CLEF_ASSERT(a->ldv >= (a->n_kv_heads - 1) * a->v_head_stride + a->head_dim);
+    CLEF_ASSERT(a->ldo >= (a->n_q_heads - 1) * a->o_head_stride + a->head_dim);
+}
+
+void clef_attention(clef_backend *be, const clef_attention_args *args, void *scratch) {
+    check_attention_args(args);
+    if (args->n_q == 0)
+        return;
+    CLEF_ASSERT(args->n_kv > 0 && args->q && args->k && args->v && args->o);
+    be->ops->attention(be, args, scratch);
+}
+
+size_t clef_attention_workspace_size(clef_backend *be, const clef_attention_args *args) {
+    check_attention_args(args);
+    return be->ops->attention_workspace_size(be, args);
+}
+
+void clef_softmax(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_t ldx) {
+    CLEF_ASSERT(rows >= 0 && cols > 0 && ldx >= cols);
+    if (rows == 0)
+        return;
+    CLEF_ASSERT(x);
+    be->ops->softmax(be, rows, cols, x, ldx);
+}
+
+void clef_unary(clef_backend *be, clef_unary_op op, int64_t n, const float *x, float *y) {
+    CLEF_ASSERT(op >= 0 && op < CLEF_UNARY_COUNT && n >= 0);
+    if (n == 0)
+        return;
+    CLEF_ASSERT(x && y);
+    be->ops->unary(be, op, n, x, y);
+}
+
+void clef_mul_sigmoid(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_t ldx,
+                      const float *gate, int64_t ldgate) {
+    CLEF_ASSERT(rows >= 0 && cols > 0 && ldx >= cols && ldgate >= cols);
+    if (rows == 0)
+        return;
+    CLEF_ASSERT(x && gate);
+    be->ops->mul_sigmoid(be, rows, cols, x, ldx, gate, ldgate);
+}
+
+void clef_swiglu(clef_backend *be, int64_t n, const float *gate, const float *up, float *y) {
+    CLEF_ASSERT(n >= 0);
+    if (n == 0)
+        return;
+    CLEF_ASSERT(gate && up && y);
+    be->ops->swiglu(be, n, gate, up, y);
+}
+
+void clef_add(clef_backend *be, int64_t n, const float *a, const float *b, float *y) {
+    CLEF_ASSERT(n >= 0);
+    if (n == 0)
+        return;
+    CLEF_ASSERT(a && b && y);
+    be->ops->add(be, n, a, b, y);
+}

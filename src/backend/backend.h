@@ -1,0 +1,261 @@
+/*
+ * backend.h — the op table every model (Qwen3.5 backbone, joint schema head, later vision) is
+ * written against, once. A backend is a struct of function pointers plus a context; the CPU
+ * backend (src/backend/cpu/) is the exact fp32 reference, later backends (CUDA) are held to it.
+ * The model never branches on which backend it runs: it calls the clef_<op>() wrappers below,
+ * which check arguments once (CLEF_ASSERT: a bad shape here is a bug in the model, not bad
+ * input) and dispatch.
+ *
+ * Conventions shared by every op:
+ *  - Activations are fp32, row-major, in backend memory (clef_backend_alloc). A "row" is one
+ *    token (or one token-head). Wherever an op reads or writes a slice of a wider buffer it
+ *    takes a leading dimension `ld*` = elements between consecutive rows, so the model can
+ *    address q/k/v inside one projection output without copies.
+ *  - Weights are typed matrices (clef_matrix) [rows = out, cols = in], like torch.nn.Linear:
+ *    y = x W^T. BF16 and F32 now; NF4, FP8 and INT8-ConvRot add types (and use `aux`) later.
+ *    An F32 clef_matrix may also wrap an activation buffer (e.g. K in attention scores).
+ *  - Ops never allocate. Ops that need scratch memory say how much with a *_workspace_size
+ *    query; the caller plans it at load time and passes it in.
+ *  - Ops are asynchronous on devices that queue work; clef_backend_synchronize() waits and
+ *    reports a device failure as a status. The CPU backend runs every op to completion.
+ *  - in-place: an op may be called with y == x (same pointer and leading dimension) when its
+ *    comment says "in place ok".
+ *
+ * Thread safety: one clef_backend runs one op at a time (the CPU backend uses all its threads
+ * inside each op). Use one backend per concurrent forward.
+ */
+#ifndef CLEF_BACKEND_BACKEND_H
+#define CLEF_BACKEND_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- typed weight matrices --------------------------------------------------------------- */
+
+typedef enum clef_wtype {
+    CLEF_WTYPE_F32 = 0,  /* float, row-major */
+    CLEF_WTYPE_BF16 = 1, /* uint16 bfloat16 bits, row-major; converted to fp32 on the fly */
+    CLEF_WTYPE_COUNT
+} clef_wtype;
+
+const char *clef_wtype_name(clef_wtype t); /* "F32", "BF16" */
+size_t clef_wtype_size(clef_wtype t);      /* bytes per element */
+
+typedef struct clef_matrix {
+    clef_wtype type;
+    int64_t rows;     /* out features (N) */
+    int64_t cols;     /* in features (K) */
+    int64_t ld;       /* elements between consecutive rows (>= cols; == cols for weights) */
+    const void *data; /* rows x ld elements of `type`, in backend memory */
+    const void *aux;  /* format companions (scales, code tables) for quantized types; NULL now */
+} clef_matrix;
+
+/* ---- argument blocks of the larger ops ---------------------------------------------------- */
+
+/* Gated delta rule (Gated DeltaNet core), one sequence of T tokens, all heads.
+ * For each v-head h (its k-head is h / (n_v_heads / n_k_heads)), with S_0 = state or 0:
+ *   q^ = q / sqrt(sum q^2 + 1e-6) / sqrt(dk);  k^ = k / sqrt(sum k^2 + 1e-6)   (if l2norm_qk)
+ *   S~ = exp(g_t) S_{t-1};  S_t = S~ + k^_t (beta_t (v_t - S~^T k^_t))^T;  o_t = S_t^T q^_t
+ * S is [dk, dv] per head. CLEF_GDN_CHUNKED evaluates the same function in chunks of 64
+ * tokens (WY/UT form); CLEF_GDN_RECURRENT is the token-by-token reference. */
+typedef enum clef_gdn_mode { CLEF_GDN_CHUNKED = 0, CLEF_GDN_RECURRENT = 1 } clef_gdn_mode;
+
+typedef struct clef_gdn_args {
+    int64_t T;                       /* tokens */
+    int64_t n_k_heads, n_v_heads;    /* Hk, Hv (Hv a multiple of Hk) */
+    int64_t dk, dv;                  /* key and value head dims */
+    const float *q; int64_t ldq;     /* [T, Hk*dk] */
+    const float *k; int64_t ldk;     /* [T, Hk*dk] */
+    const float *v; int64_t ldv;     /* [T, Hv*dv] */
+    const float *g;                  /* [T, Hv] log decay (<= 0), contiguous */
+    const float *beta;               /* [T, Hv] write strength in (0, 1), contiguous */
+    float *state;                    /* [Hv, dk, dv]: in = S_0, out = S_T; NULL: S_0 = 0, not kept */
+    float *o; int64_t ldo;           /* [T, Hv*dv] output */
+    int l2norm_qk;                   /* 1: normalise q and k as above inside the op */
+    clef_gdn_mode mode;
+} clef_gdn_args;
+
+/* Scaled dot-product attention of n_q query rows over n_kv key rows, GQA: query head h uses
+ * kv head h / (n_q_heads / n_kv_heads). Head h of row t of q is at q + t*ldq + h*q_head_stride
+ * (likewise k, v, o), so interleaved layouts (Qwen3.5's [q | gate] per head) need no copy.
+ * causal: query i sees keys j <= i + (n_kv - n_q) (queries are the last n_q positions).
+ * Non-causal with n_q != n_kv is cross-attention (the head's routing and decoder layers). */
+typedef struct clef_attention_args {
+    int64_t n_q, n_kv;
+    int64_t n_q_heads, n_kv_heads, head_dim;
+    const float *q; int64_t ldq, q_head_stride;
+    const float *k; int64_t ldk, k_head_stride;
+    const float *v; int64_t ldv, v_head_stride;
+    float *o; int64_t ldo, o_head_stride;
+    float scale;                     /* usually 1/sqrt(head_dim) */
+    int causal;
+} clef_attention_args;
+
+/* Elementwise functions (fp32, exactly as torch defines them). */
+typedef enum clef_unary_op {
+    CLEF_UNARY_SILU = 0,      /* x * sigmoid(x) */
+    CLEF_UNARY_GELU_ERF,      /* 0.5 x (1 + erf(x / sqrt 2))   nn.GELU() */
+    CLEF_UNARY_GELU_TANH,     /* nn.GELU(approximate="tanh") */
+    CLEF_UNARY_SIGMOID,
+    CLEF_UNARY_SOFTPLUS,      /* log(1 + exp(x)), = x for x > 20 (torch threshold) */
+    CLEF_UNARY_EXP,
+    CLEF_UNARY_COUNT
+} clef_unary_op;
+
+/* ---- the op table ------------------------------------------------------------------------- */
+
+typedef struct clef_backend clef_backend;
+
+typedef struct clef_backend_ops {
+    const char *name; /* "cpu" */
+    void (*free)(clef_backend *be);
+
+    /* memory (backend buffers hold weights and activations) */
+    void *(*alloc)(clef_backend *be, size_t bytes);          /* NULL on failure; 64-byte aligned */
+    void (*release)(clef_backend *be, void *buf);            /* accepts NULL */
+    int (*write)(clef_backend *be, void *dst, const void *host_src, size_t bytes);
+    int (*read)(clef_backend *be, void *host_dst, const void *src, size_t bytes);
+    int (*synchronize)(clef_backend *be);
+
+    /* y[t, :] (+)= x[t, :] W^T (+ bias), t < T. x [T, W.cols], y [T, W.rows]; bias [W.rows] or
+     * NULL; accumulate: add into y instead of overwriting. Row t of y depends only on row t
+     * of x (results are identical whatever else is in the batch). */
+    void (*matmul)(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
+                   const float *bias, float *y, int64_t ldy, int accumulate);
+
+    /* y[t, :] = E[ids[t], :] as fp32 (embedding lookup); ids in backend memory. */
+    void (*get_rows)(clef_backend *be, const clef_matrix *e, int64_t n, const int32_t *ids,
+                     float *y, int64_t ldy);
+
+    /* RMSNorm per row: y = x * rsqrt(mean(x^2) + eps) * (add_one ? 1 + w : w); w NULL: no
+     * weight. In place ok. */
+    void (*rmsnorm)(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx,
+                    const float *w, float eps, int add_one, float *y, int64_t ldy);
+
+    /* Gated RMSNorm per row: y = x * rsqrt(mean(x^2) + eps) * w * silu(z). In place ok. */
+    void (*rmsnorm_gated)(clef_backend *be, int64_t rows, int64_t dim, const float *x,
+                          int64_t ldx, const float *z, int64_t ldz, const float *w, float eps,
+                          float *y, int64_t ldy);
+
+    /* LayerNorm per row (biased variance): y = (x - mean) * rsqrt(var + eps) * w + b; w, b
+     * may be NULL. In place ok. */
+    void (*layernorm)(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx,
+                      const float *w, const float *b, float eps, float *y, int64_t ldy);
+
+    /* Causal depthwise conv1d + SiLU over T rows of C channels, kernel K:
+     * y[t, c] = silu(sum_{i<K} w[c, i] * x[t-K+1+i, c]), rows before 0 taken from prev
+     * [K-1, C] (oldest first) or 0 when prev is NULL. w [C, K] fp32. Not in place. */
+    void (*conv1d_causal_silu)(clef_backend *be, int64_t T, int64_t C, int64_t K,
+                               const float *x, int64_t ldx, const float *w, const float *prev,
+                               float *y, int64_t ldy);
+
+    /* GDN gates, per (t, h): beta = sigmoid(b[t,h]); g = -exp(A_log[h]) * softplus(a[t,h] +
+     * dt_bias[h]). a, b [T, H] with leading dims; g, beta [T, H] contiguous. */
+    void (*gdn_gates)(clef_backend *be, int64_t T, int64_t H, const float *a, int64_t lda,
+                      const float *b, int64_t ldb, const float *a_log, const float *dt_bias,
+                      float *g, float *beta);
+
+    /* Gated delta rule, see clef_gdn_args. scratch holds gdn_workspace_size() bytes. */
+    void (*gdn)(clef_backend *be, const clef_gdn_args *args, void *scratch);
+    size_t (*gdn_workspace_size)(clef_backend *be, const clef_gdn_args *args);
+
+    /* RoPE tables for rot_dims rotary dims of T positions: cos, sin [T, rot_dims] (the
+     * duplicated [phi, phi] layout). pos [3, T] int32 in backend memory (T/H/W axes; text:
+     * all three = t). Frequency j < rot_dims/2 takes its position from axis
+     * sections_axis(j): with mrope_interleaved, H for j % 3 == 1 and j < 3*sections[1], W for
+     * j % 3 == 2 and j < 3*sections[2], T otherwise; without, contiguous sections T, H, W.
+     * inv_freq_j = theta^(-2j/rot_dims); phi = fp32(pos * inv_freq_j) as transformers. */
+    void (*rope_table)(clef_backend *be, int64_t T, const int32_t *pos, int64_t rot_dims,
+                       double theta, const int64_t sections[3], int mrope_interleaved,
+                       float *cos_out, float *sin_out);
+
+    /* Apply RoPE in place to the first rot_dims dims of each head: x = x cos +
+     * rotate_half(x) sin, rotate_half(x) = [-x[h:], x[:h]], h = rot_dims/2. Head hd of row t
+     * at x + t*ldx + hd*head_stride. cos, sin [T, rot_dims] from rope_table. */
+    void (*rope_apply)(clef_backend *be, int64_t T, int64_t n_heads, float *x, int64_t ldx,
+                       int64_t head_stride, int64_t rot_dims, const float *cos_t,
+                       const float *sin_t);
+
+    /* Attention, see clef_attention_args. scratch holds attention_workspace_size() bytes. */
+    void (*attention)(clef_backend *be, const clef_attention_args *args, void *scratch);
+    size_t (*attention_workspace_size)(clef_backend *be, const clef_attention_args *args);
+
+    /* Softmax over each row's first cols elements, in place. */
+    void (*softmax)(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_t ldx);
+
+    /* y = op(x) elementwise over n contiguous floats. In place ok. */
+    void (*unary)(clef_backend *be, clef_unary_op op, int64_t n, const float *x, float *y);
+
+    /* x[r, c] *= sigmoid(gate[r, c]) for r < rows, c < cols (attention output gate). */
+    void (*mul_sigmoid)(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_t ldx,
+                        const float *gate, int64_t ldgate);
+
+    /* y = silu(gate) * up elementwise over n contiguous floats (SwiGLU). y may alias gate. */
+    void (*swiglu)(clef_backend *be, int64_t n, const float *gate, const float *up, float *y);
+
+    /* y = a + b elementwise over n contiguous floats. y may alias a or b. */
+    void (*add)(clef_backend *be, int64_t n, const float *a, const float *b, float *y);
+} clef_backend_ops;
+
+struct clef_backend {
+    const clef_backend_ops *ops;
+    void *ctx;          /* the implementation's state */
+    int n_threads;      /* worker threads the backend uses per op */
+    int host_visible;   /* 1: buffers are host memory (tensors may be read straight in) */
+};
+
+/* ---- creation ------------------------------------------------------------------------------ */
+
+typedef struct clef_backend_params {
+    int n_threads; /* CPU worker threads; 0 = all available (OpenMP default) */
+} clef_backend_params;
+
+clef_backend_params clef_backend_default_params(void);
+
+/* The CPU backend (fp32 reference). Returns CLEF_OK and *out, or a negative status. */
+int clef_backend_cpu_create(const clef_backend_params *params, clef_backend **out);
+void clef_backend_free(clef_backend *be); /* accepts NULL */
+
+/* ---- dispatch (argument checks once, then the backend's op) --------------------------------- */
+
+void *clef_backend_alloc(clef_backend *be, size_t bytes);
+void clef_backend_release(clef_backend *be, void *buf);
+int clef_backend_write(clef_backend *be, void *dst, const void *host_src, size_t bytes);
+int clef_backend_read(clef_backend *be, void *host_dst, const void *src, size_t bytes);
+int clef_backend_synchronize(clef_backend *be);
+
+void clef_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
+                 const float *bias, float *y, int64_t ldy, int accumulate);
+void clef_get_rows(clef_backend *be, const clef_matrix *e, int64_t n, const int32_t *ids,
+                   float *y, int64_t ldy);
+void clef_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx,
+                  const float *w, float eps, int add_one, float *y, int64_t ldy);
+void clef_rmsnorm_gated(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx,
+                        const float *z, int64_t ldz, const float *w, float eps, float *y,
+                        int64_t ldy);
+void clef_layernorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx,
+                    const float *w, const float *b, float eps, float *y, int64_t ldy);
+void clef_conv1d_causal_silu(clef_backend *be, int64_t T, int64_t C, int64_t K, const float *x,
+                             int64_t ldx, const float *w, const float *prev, float *y,
+                             int64_t ldy);
+void clef_gdn_gates(clef_backend *be, int64_t T, int64_t H, const float *a, int64_t lda,
+                    const float *b, int64_t ldb, const float *a_log, const float *dt_bias,
+                    float *g, float *beta);
+void clef_gdn(clef_backend *be, const clef_gdn_args *args, void *scratch);
+size_t clef_gdn_workspace_size(clef_backend *be, const clef_gdn_args *args);
+void clef_rope_table(clef_backend *be, int64_t T, const int32_t *pos, int64_t rot_dims,
+                     double theta, const int64_t sections[3], int mrope_interleaved,
+                     float *cos_out, float *sin_out);
+void clef_rope_apply(clef_backend *be, int64_t T, int64_t n_heads, float *x, int64_t ldx,
+                     int64_t head_stride, int64_t rot_dims, const float *cos_t,
+                     const float *sin_t);
+void clef_attention(clef_backend *be, const clef_attention_args *args, void *scratch);
+size_t clef_attention_workspace_size(clef_backend *be, const clef_attention_args *args);
+void clef_softmax(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_t ldx);
+void clef_unary(clef_backend *be, clef_unary_op op, int64_t n, const float *x, float *y);
+void clef_mul_sigmoid(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_t ldx,
+                      const float *gate, int64_t ldgate);
+void clef_swiglu(clef_backend *be, int64_t n, const float *gate, const float *up, float *y);
+void clef_add(clef_backend *be, int64_t n, const float *a, const float *b, float *y);
+
+#endif /* CLEF_BACKEND_BACKEND_H */

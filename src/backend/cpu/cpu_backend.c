@@ -1,0 +1,119 @@
+/*
+ * cpu_backend.c — the CPU backend: creation (threads, per-thread GEMM packing buffers), host
+ * memory, and the op table wiring the implementations of the other cpu_*.c files.
+ * Every op is fp32 and multi-threaded with OpenMP inside the op; the backend is the exact
+ * reference the other backends are tested against.
+ */
+#include "backend/cpu/cpu_internal.h"
+
+#include "core/error.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *cpu_alloc(clef_backend *be, size_t bytes) {
+    (void)be;
+    size_t rounded = (bytes + 63) / 64 * 64;
+    return aligned_alloc(64, rounded ? rounded : 64);
+}
+
+static void cpu_release(clef_backend *be, void *buf) {
+    (void)be;
+    free(buf);
+}
+
+static int cpu_copy(clef_backend *be, void *dst, const void *src, size_t bytes) {
+    (void)be;
+    memmove(dst, src, bytes);
+    return CLEF_OK;
+}
+
+static int cpu_synchronize(clef_backend *be) {
+    (void)be;
+    return CLEF_OK;
+}
+
+float *cpu_thread_pack(clef_backend *be) {
+    cpu_context *ctx = cpu_ctx(be);
+    int tid = omp_get_thread_num();
+    CLEF_ASSERT(tid >= 0 && tid < ctx->n_threads);
+    return ctx->pack[tid];
+}
+
+static void cpu_free(clef_backend *be) {
+    cpu_context *ctx = cpu_ctx(be);
+    if (ctx) {
+        if (ctx->pack)
+            for (int i = 0; i < ctx->n_threads; i++)
+                free(ctx->pack[i]);
+        free(ctx->pack);
+        free(ctx);
+    }
+    free(be);
+}
+
+static const clef_backend_ops cpu_ops = {
+    .name = "cpu",
+    .free = cpu_free,
+    .alloc = cpu_alloc,
+    .release = cpu_release,
+    .write = cpu_copy,
+    .read = cpu_copy,
+    .synchronize = cpu_synchronize,
+    .matmul = cpu_matmul,
+    .get_rows = cpu_get_rows,
+    .rmsnorm = cpu_rmsnorm,
+    .rmsnorm_gated = cpu_rmsnorm_gated,
+    .layernorm = cpu_layernorm,
+    .conv1d_causal_silu = cpu_conv1d_causal_silu,
+    .gdn_gates = cpu_gdn_gates,
+    .gdn = cpu_gdn,
+    .gdn_workspace_size = cpu_gdn_workspace_size,
+    .rope_table = cpu_rope_table,
+    .rope_apply = cpu_rope_apply,
+    .attention = cpu_attention,
+    .attention_workspace_size = cpu_attention_workspace_size,
+    .softmax = cpu_softmax,
+    .unary = cpu_unary,
+    .mul_sigmoid = cpu_mul_sigmoid,
+    .swiglu = cpu_swiglu,
+    .add = cpu_add,
+};
+
+int clef_backend_cpu_create(const clef_backend_params *params, clef_backend **out) {
+    if (!out)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_backend_cpu_create: out is NULL");
+    *out = NULL;
+    clef_backend_params p = params ? *params : clef_backend_default_params();
+    if (p.n_threads < 0)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "cpu backend: n_threads = %d, expected >= 0",
+                         p.n_threads);
+    int n_threads = p.n_threads > 0 ? p.n_threads : omp_get_max_threads();
+    clef_backend *be = calloc(1, sizeof *be);
+    cpu_context *ctx = calloc(1, sizeof *ctx);
+    if (!be || !ctx) {
+        free(be);
+        free(ctx);
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "cpu backend: out of memory");
+    }
+    be->ops = &cpu_ops;
+    be->ctx = ctx;
+    be->n_threads = n_threads;
+    be->host_visible = 1;
+    ctx->n_threads = n_threads;
+    ctx->pack = calloc((size_t)n_threads, sizeof *ctx->pack);
+    if (!ctx->pack)
+        goto err;
+    for (int i = 0; i < n_threads; i++) {
+        ctx->pack[i] = aligned_alloc(64, CPU_GEMM_PACK_FLOATS * sizeof(float));
+        if (!ctx->pack[i])
+            goto err;
+    }
+    *out = be;
+    return CLEF_OK;
+err:
+    cpu_free(be);
+    return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "cpu backend: out of memory for %d packing buffers",
+                     n_threads);
+}

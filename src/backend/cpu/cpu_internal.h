@@ -1,0 +1,71 @@
+/*
+ * cpu_internal.h — what the files of the CPU backend share: the backend context (thread
+ * count, one GEMM packing buffer per thread, allocated at create so no op allocates) and the
+ * op implementations each file provides to the table in cpu_backend.c.
+ */
+#ifndef CLEF_BACKEND_CPU_INTERNAL_H
+#define CLEF_BACKEND_CPU_INTERNAL_H
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_gemm.h"
+
+typedef struct cpu_context {
+    int n_threads;
+    float **pack; /* [n_threads] buffers of CPU_GEMM_PACK_FLOATS floats */
+} cpu_context;
+
+static inline cpu_context *cpu_ctx(clef_backend *be) { return (cpu_context *)be->ctx; }
+
+/* The packing buffer of the calling OpenMP thread (0 outside a parallel region). */
+float *cpu_thread_pack(clef_backend *be);
+
+/* cpu_matmul.c */
+void cpu_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
+                const float *bias, float *y, int64_t ldy, int accumulate);
+void cpu_get_rows(clef_backend *be, const clef_matrix *e, int64_t n, const int32_t *ids, float *y,
+                  int64_t ldy);
+
+/* cpu_norm.c */
+void cpu_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx,
+                 const float *w, float eps, int add_one, float *y, int64_t ldy);
+void cpu_rmsnorm_gated(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx,
+                       const float *z, int64_t ldz, const float *w, float eps, float *y,
+                       int64_t ldy);
+void cpu_layernorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx,
+                   const float *w, const float *b, float eps, float *y, int64_t ldy);
+
+/* cpu_elementwise.c */
+float cpu_silu(float x);
+float cpu_sigmoid(float x);
+float cpu_softplus(float x);
+void cpu_softmax(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_t ldx);
+void cpu_softmax_row(float *x, int64_t n);
+void cpu_unary(clef_backend *be, clef_unary_op op, int64_t n, const float *x, float *y);
+void cpu_mul_sigmoid(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_t ldx,
+                     const float *gate, int64_t ldgate);
+void cpu_swiglu(clef_backend *be, int64_t n, const float *gate, const float *up, float *y);
+void cpu_add(clef_backend *be, int64_t n, const float *a, const float *b, float *y);
+
+/* cpu_conv.c */
+void cpu_conv1d_causal_silu(clef_backend *be, int64_t T, int64_t C, int64_t K, const float *x,
+                            int64_t ldx, const float *w, const float *prev, float *y, int64_t ldy);
+
+/* cpu_rope.c */
+void cpu_rope_table(clef_backend *be, int64_t T, const int32_t *pos, int64_t rot_dims,
+                    double theta, const int64_t sections[3], int mrope_interleaved,
+                    float *cos_out, float *sin_out);
+void cpu_rope_apply(clef_backend *be, int64_t T, int64_t n_heads, float *x, int64_t ldx,
+                    int64_t head_stride, int64_t rot_dims, const float *cos_t, const float *sin_t);
+
+/* cpu_attention.c */
+void cpu_attention(clef_backend *be, const clef_attention_args *args, void *scratch);
+size_t cpu_attention_workspace_size(clef_backend *be, const clef_attention_args *args);
+
+/* cpu_gdn.c */
+void cpu_gdn_gates(clef_backend *be, int64_t T, int64_t H, const float *a, int64_t lda,
+                   const float *b, int64_t ldb, const float *a_log, const float *dt_bias,
+                   float *g, float *beta);
+void cpu_gdn(clef_backend *be, const clef_gdn_args *args, void *scratch);
+size_t cpu_gdn_workspace_size(clef_backend *be, const clef_gdn_args *args);
+
+#endif /* CLEF_BACKEND_CPU_INTERNAL_H */
