@@ -124,6 +124,7 @@ struct tok_tokenizer {
 
     /* vocabulary: id -> token string (as in the file), and the reverse maps */
     size_t vocab_size;          /* max id + 1, added tokens included */
+    size_t id_cap;              /* allocated entries of id_to_token (>= vocab_size) */
     char **id_to_token;         /* NULL for an unused id */
     uint32_t *id_to_token_len;
     tok_strmap token_to_id;     /* model vocab + added tokens, by file string */

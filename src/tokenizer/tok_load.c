@@ -180,20 +180,21 @@ static long byte_level_to_bytes(const char *s, size_t len, char *dst) {
 }
 
 static int set_token(tok_tokenizer *tok, int32_t id, const char *s, size_t len) {
-    if ((size_t)id >= tok->vocab_size) {
-        size_t n = (size_t)id + 1;
+    if ((size_t)id >= tok->id_cap) { /* grow geometrically: ids mostly arrive in order */
+        size_t n = (size_t)id + 1 > tok->id_cap * 2 ? (size_t)id + 1 : tok->id_cap * 2;
         char **t = realloc(tok->id_to_token, n * sizeof *t);
         if (!t) return -1;
         tok->id_to_token = t;
         uint32_t *l = realloc(tok->id_to_token_len, n * sizeof *l);
         if (!l) return -1;
         tok->id_to_token_len = l;
-        for (size_t i = tok->vocab_size; i < n; i++) {
+        for (size_t i = tok->id_cap; i < n; i++) {
             t[i] = NULL;
             l[i] = 0;
         }
-        tok->vocab_size = n;
+        tok->id_cap = n;
     }
+    if ((size_t)id >= tok->vocab_size) tok->vocab_size = (size_t)id + 1;
     tok->id_to_token[id] = (char *)s;
     tok->id_to_token_len[id] = (uint32_t)len;
     return 0;
