@@ -165,6 +165,27 @@ static void check_names_and_config(void) {
                                                   ? CLEF_LAYER_FULL_ATTENTION
                                                   : CLEF_LAYER_LINEAR_ATTENTION);
     CHECK(c->vision.present && c->head.present);
+    /* transformers wrote metadata.total_parameters (the backbone's parameter count) into the
+     * index: the table's text + vision + lm_head tensors must hold exactly that many. */
+    char *itext = NULL;
+    size_t ilen = 0;
+    json_doc *idoc = NULL;
+    int64_t want_params = -1;
+    CHECK(clef_read_file(FIXTURES "/bf16-sharded/model.safetensors.index.json", 1 << 20, &itext,
+                         &ilen) == CLEF_OK);
+    CHECK(itext && json_parse(itext, ilen, NULL, &idoc, NULL) == 0);
+    CHECK(idoc && json_get_int64(json_object_get(json_object_get(json_doc_root(idoc), "metadata"),
+                                                 "total_parameters"),
+                                 &want_params));
+    uint64_t params = 0;
+    for (size_t i = 0; i < clef_release_tensor_count(rel); i++) {
+        const clef_tensor_info *t = clef_release_tensor_at(rel, i);
+        if (strncmp(t->name, "head.", 5) != 0)
+            params += t->n_bytes / clef_dtype_size(t->dtype);
+    }
+    CHECK_EQ_INT(params, want_params);
+    json_doc_free(idoc);
+    free(itext);
     CHECK_EQ_INT(c->head.width, 32);
     json_doc_free(doc);
     free(text);
