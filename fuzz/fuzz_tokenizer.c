@@ -8,7 +8,9 @@
  *         skipped), so deep Unicode (marks, Hangul, new planes) reaches the regex and NFC.
  * Checked: no crash, hang or sanitizer report; every id is inside the vocabulary; decode of
  * the ids succeeds. The tokenizer is tests/tokenizer/data/demo/tokenizer.json (every added
- * token flag) or, for a campaign on the real file, $CLEF_FUZZ_TOKENIZER.
+ * token flag) or, for a campaign on a real file, $CLEF_FUZZ_TOKENIZER (with
+ * $CLEF_FUZZ_TOKENIZER_CONFIG, its tokenizer_config.json, for the transformers pipeline's
+ * class, e.g. Qwen2Tokenizer).
  */
 #include "clef.h"
 #include "core/utf8.h"
@@ -25,7 +27,7 @@ static void load_once(void) {
     if (tok) return;
     const char *path = getenv("CLEF_FUZZ_TOKENIZER");
     if (!path) path = "tests/tokenizer/data/demo/tokenizer.json";
-    if (tok_load(path, NULL, &tok) != CLEF_OK) {
+    if (tok_load(path, getenv("CLEF_FUZZ_TOKENIZER_CONFIG"), &tok) != CLEF_OK) {
         fprintf(stderr, "fuzz_tokenizer: cannot load %s: %s\n", path, clef_last_error());
         abort();
     }
