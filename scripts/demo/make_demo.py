@@ -66,7 +66,9 @@ BASE_VOCAB = 2048  # merges + 256 byte symbols; the added tokens come after
 DEMO_TEXT = dict(vocab_size=BASE_VOCAB + len(QWEN_ADDED_TOKENS), hidden_size=128,
                  intermediate_size=256, num_hidden_layers=4, num_attention_heads=4,
                  num_key_value_heads=2, head_dim=32, linear_num_key_heads=2,
-                 linear_num_value_heads=4, linear_key_head_dim=32, linear_value_head_dim=32)
+                 linear_num_value_heads=4, linear_key_head_dim=32, linear_value_head_dim=32,
+                 # 32 x 0.25 = 8 rotary dims = 4 frequencies, split T/H/W like Qwen's [11, 11, 10]
+                 rope_parameters=dict(mrope_section=[2, 1, 1]))
 DEMO_VISION = dict(out_hidden_size=DEMO_TEXT["hidden_size"])  # the merger feeds the text model
 DEMO_HEAD = dict(hidden_size=128, width=64, routing_layers=2, layers=2, heads=4, feedforward=128)
 

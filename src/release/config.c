@@ -224,12 +224,13 @@ static int parse_text(const char *file, const json_value *root, clef_text_config
         rc = clef_fail(CLEF_ERR_CONFIG_INVALID, FIELD_FMT " must be positive",
                        FIELD_ARGS(&c, "rms_norm_eps"));
     if (rc == CLEF_OK) {
-        /* The composite config's flag wins (that is what transformers ties on). */
+        /* transformers ties lm_head to the embeddings on the composite config's flag (default
+         * false); text_config's own copy must still be a boolean when present. */
         int tied_text;
         rc = get_bool(&c, text, "tie_word_embeddings", 0, &tied_text);
         field_ctx top = {file, ""};
         if (rc == CLEF_OK)
-            rc = get_bool(&top, root, "tie_word_embeddings", tied_text, &t->tie_word_embeddings);
+            rc = get_bool(&top, root, "tie_word_embeddings", 0, &t->tie_word_embeddings);
     }
     if (rc == CLEF_OK)
         rc = parse_rope(&c, text, t);
@@ -518,8 +519,9 @@ int clef_head_config_parse(const char *text, size_t len, const char *file,
                            file, root->u.obj.members[i].key);
     }
     const int64_t max_size = (int64_t)1 << 24;
-    if (rc == CLEF_OK &&
-        ((rc = get_int(&c, root, "hidden_size", 1, 0, 1, &h->hidden_size)) ||
+    if (rc != CLEF_OK)
+        goto done;
+    if (((rc = get_int(&c, root, "hidden_size", 1, 0, 1, &h->hidden_size)) ||
          (rc = get_int(&c, root, "width", 1, 0, 1, &h->width)) ||
          (rc = get_int(&c, root, "routing_layers", 1, 0, 0, &h->routing_layers)) ||
          (rc = get_int(&c, root, "layers", 1, 0, 0, &h->layers)) ||

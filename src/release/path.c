@@ -36,17 +36,22 @@ int clef_release_resolve(const char *dir, const char *dir_real, const char *name
         return clef_fail(CLEF_ERR_SHARD_PATH,
                          "file '%s' names '%.200s', which is not a plain relative path inside the "
                          "release (absolute, '..' or empty component)",
-                         source, name);
+                         source ? source : dir, name);
     char *joined = clef_path_join(dir, name);
     if (!joined)
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory");
     char *real = realpath(joined, NULL);
     if (!real) {
         int e = errno;
-        int rc = e == ENOENT ? clef_fail(missing_status, "file '%s' names '%s', which does not exist",
-                                         source, joined)
-                             : clef_fail(CLEF_ERR_IO, "cannot resolve '%s' (named by '%s'): %s",
-                                         joined, source, strerror(e));
+        int rc;
+        if (e != ENOENT)
+            rc = clef_fail(CLEF_ERR_IO, "cannot resolve '%s' (named by '%s'): %s", joined,
+                           source ? source : dir, strerror(e));
+        else if (source)
+            rc = clef_fail(missing_status, "file '%s' names '%s', which does not exist in '%s'",
+                           source, name, dir);
+        else
+            rc = clef_fail(missing_status, "release '%s' has no %s", dir, name);
         free(joined);
         return rc;
     }
@@ -56,7 +61,7 @@ int clef_release_resolve(const char *dir, const char *dir_real, const char *name
         int rc = clef_fail(CLEF_ERR_SHARD_PATH,
                            "file '%s' names '%s', which resolves to '%s' outside the release "
                            "directory '%s' (symlink out)",
-                           source, name, real, dir_real);
+                           source ? source : dir, name, real, dir_real);
         free(real);
         free(joined);
         return rc;

@@ -7,7 +7,8 @@
 #ifndef CLEF_RELEASE_PATH_H
 #define CLEF_RELEASE_PATH_H
 
-/* dir: as given; dir_real: realpath(dir). name: relative name read from file `source`.
+/* dir: as given; dir_real: realpath(dir). name: relative name read from file `source`
+ * (NULL: a fixed name the release must have, e.g. joint_head.safetensors).
  * On success *full is a malloc'd "dir/name". Failures: CLEF_ERR_SHARD_PATH (escapes),
  * missing_status (does not exist), CLEF_ERR_IO / CLEF_ERR_OUT_OF_MEMORY. */
 int clef_release_resolve(const char *dir, const char *dir_real, const char *name,

@@ -15,6 +15,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -116,13 +117,15 @@ static void json_string(FILE *out, const char *s) {
     fputc('"', out);
 }
 
+/* One line per file on a terminal (rewritten in place), plain lines in a log. */
 static void progress(void *user, const char *file, size_t i, size_t n, uint64_t bytes) {
     (void)user;
+    const int tty = isatty(STDERR_FILENO);
     if (file)
-        fprintf(stderr, "\rverifying SHA-256 %zu/%zu: %s (%.1f MB)\033[K", i + 1, n, file,
-                (double)bytes / 1e6);
+        fprintf(stderr, "%sverifying SHA-256 %zu/%zu: %s (%.1f MB)%s", tty ? "\r" : "", i + 1, n,
+                file, (double)bytes / 1e6, tty ? "\033[K" : "\n");
     else
-        fprintf(stderr, "\rverified SHA-256 of %zu files\033[K\n", n);
+        fprintf(stderr, "%sverified SHA-256 of %zu files%s\n", tty ? "\r" : "", n, tty ? "\033[K" : "");
 }
 
 static void print_table(const clef_release *rel, const group_stats *groups) {
@@ -164,8 +167,8 @@ static void print_table(const clef_release *rel, const group_stats *groups) {
         printf("head       none\n");
     printf("precision  %s%s\n", precision_name(c->quant.method),
            c->quant.from_tensors ? " (from tensor dtypes; no quantization_config)" : "");
-    printf("tokenizer  tokenizer.json %s, tokenizer_config.json %s\n", s.has_tokenizer ? "yes" : "MISSING",
-           s.has_tokenizer_config ? "yes" : "missing");
+    printf("tokenizer  tokenizer.json %s, tokenizer_config.json %s\n", s.has_tokenizer ? "yes" : "absent (needed to run the model)",
+           s.has_tokenizer_config ? "yes" : "absent");
     if (s.has_manifest)
         printf("manifest   complete.json: %zu files, sizes ok, SHA-256 %s\n", s.manifest_files,
                s.manifest_verified ? "ok" : "not checked (--verify)");
@@ -205,10 +208,13 @@ static void print_table(const clef_release *rel, const group_stats *groups) {
     printf("\n");
     if (np == 0)
         printf("status     OK: the release is complete and consistent\n");
-    for (size_t i = 0; i < np; i++) {
+    const size_t shown = 40; /* a broken release can have thousands; --json lists them all */
+    for (size_t i = 0; i < np && i < shown; i++) {
         const clef_release_problem *p = clef_release_problem_at(rel, i);
         printf("problem    [%d %s] %s\n", p->status, clef_status_str(p->status), p->message);
     }
+    if (np > shown)
+        printf("problem    ... and %zu more (--json lists every one)\n", np - shown);
 }
 
 static void print_json(const clef_release *rel, const group_stats *groups, int ok) {

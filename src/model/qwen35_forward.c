@@ -1,0 +1,158 @@
+/*
+ * qwen35_forward.c — the Qwen3.5 text forward, top to bottom, against the op table. Each step
+ * names what it computes and, where it helps, the transformers line it matches
+ * (models/qwen3_5/modeling_qwen3_5.py). Rows are the tokens of all sequences packed back to
+ * back; linear layers see every row at once, the token-mixing ops (conv, delta rule,
+ * attention) run per sequence so no sequence sees another.
+ */
+#include "model/qwen35_internal.h"
+
+#include "core/error.h"
+
+#include <math.h>
+
+/* Gated DeltaNet mixer: h += GDN(xn), over all n rows. */
+static void gdn_mixer(qwen35_model *m, const qwen35_layer *L, int64_t n, int64_t n_seqs, const int64_t *seq_start) {
+    clef_backend *be = m->be;
+    const clef_text_config *c = &m->cfg;
+    const int64_t D = c->hidden_size, Hk = c->linear_num_key_heads, Hv = c->linear_num_value_heads;
+    const int64_t dk = c->linear_key_head_dim, dv = c->linear_value_head_dim, Kc = c->linear_conv_kernel_dim;
+    const int64_t K = Hk * dk, Vd = Hv * dv, Cc = 2 * K + Vd;
+    const float eps = (float)c->rms_norm_eps;
+    qwen35_run_state *s = &m->s;
+    /* carve the work region (qwen35_work_cols counts the same buffers) */
+    float *P = s->work;                  /* (n, Cc) projected q|k|v before the conv */
+    float *Cv = P + n * Cc;              /* (n, Cc) after conv + silu */
+    float *Z = Cv + n * Cc;              /* (n, Vd) output gate */
+    float *A = Z + n * Vd;               /* (n, Hv) */
+    float *B = A + n * Hv;               /* (n, Hv) */
+    float *G = B + n * Hv;               /* (n, Hv) log decay */
+    float *Beta = G + n * Hv;            /* (n, Hv) */
+    float *O = Beta + n * Hv;            /* (n, Vd) */
+
+    /* 1. projections  mixed_qkv = in_proj_qkv(x); z = in_proj_z(x); b = in_proj_b(x); a = in_proj_a(x) */
+    clef_matmul(be, n, s->xn, D, &L->in_qkv, NULL, P, Cc, 0);
+    clef_matmul(be, n, s->xn, D, &L->in_z, NULL, Z, Vd, 0);
+    clef_matmul(be, n, s->xn, D, &L->in_b, NULL, B, Hv, 0);
+    clef_matmul(be, n, s->xn, D, &L->in_a, NULL, A, Hv, 0);
+    /* 2. gates  beta = b.sigmoid(); g = -A_log.exp() * softplus(a + dt_bias) */
+    clef_gdn_gates(be, n, Hv, A, Hv, B, Hv, L->a_log, L->dt_bias, G, Beta);
+    for (int64_t q = 0; q < n_seqs; q++) {
+        const int64_t r0 = seq_start[q], T = seq_start[q + 1] - r0;
+        /* 3. causal depthwise conv + silu on q|k|v  (causal_conv1d_fn(mixed_qkv, conv1d.weight, activation="silu")) */
+        clef_conv1d_causal_silu(be, T, Cc, Kc, P + r0 * Cc, Cc, L->conv_w, NULL, Cv + r0 * Cc, Cc);
+        /* 4. gated delta rule with L2-normalised q, k  (chunk_gated_delta_rule(..., use_qk_l2norm_in_kernel=True)) */
+        clef_gdn_args ga = {
+            .T = T, .n_k_heads = Hk, .n_v_heads = Hv, .dk = dk, .dv = dv,
+            .q = Cv + r0 * Cc, .ldq = Cc, .k = Cv + r0 * Cc + K, .ldk = Cc, .v = Cv + r0 * Cc + 2 * K, .ldv = Cc,
+            .g = G + r0 * Hv, .beta = Beta + r0 * Hv, .state = NULL, .o = O + r0 * Vd, .ldo = Vd,
+            .l2norm_qk = 1, .mode = m->params.gdn_mode,
+        };
+        clef_gdn(be, &ga, s->scratch);
+    }
+    /* 5. gated RMSNorm per (token, v-head)  core_attn_out = norm(core_attn_out, z) */
+    clef_rmsnorm_gated(be, n * Hv, dv, O, dv, Z, dv, L->gdn_norm, eps, O, dv);
+    /* 6. h += out_proj(o) */
+    clef_matmul(be, n, O, Vd, &L->out_proj, NULL, s->h, D, 1);
+}
+
+/* Gated full attention mixer: h += Attn(xn), over all n rows. */
+static void attention_mixer(qwen35_model *m, const qwen35_layer *L, int64_t n, int64_t n_seqs,
+                            const int64_t *seq_start) {
+    clef_backend *be = m->be;
+    const clef_text_config *c = &m->cfg;
+    const int64_t D = c->hidden_size, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, d = c->head_dim;
+    const float eps = (float)c->rms_norm_eps;
+    qwen35_run_state *s = &m->s;
+    float *Qg = s->work;                 /* (n, Hq, 2d): per head [query | gate] */
+    float *Kb = Qg + n * Hq * 2 * d;     /* (n, Hkv*d) */
+    float *Vb = Kb + n * Hkv * d;        /* (n, Hkv*d) */
+    float *O = Vb + n * Hkv * d;         /* (n, Hq*d) */
+
+    /* 1. projections  query, gate = chunk(q_proj(x).view(..., Hq, 2d), 2); k = k_proj(x); v = v_proj(x) */
+    clef_matmul(be, n, s->xn, D, &L->q_proj, NULL, Qg, Hq * 2 * d, 0);
+    clef_matmul(be, n, s->xn, D, &L->k_proj, NULL, Kb, Hkv * d, 0);
+    clef_matmul(be, n, s->xn, D, &L->v_proj, NULL, Vb, Hkv * d, 0);
+    /* 2. per-head RMSNorm (1 + w) of queries and keys, in place  q_norm(query), k_norm(key) */
+    clef_rmsnorm(be, n * Hq, d, Qg, 2 * d, L->q_norm, eps, 1, Qg, 2 * d);
+    clef_rmsnorm(be, n * Hkv, d, Kb, d, L->k_norm, eps, 1, Kb, d);
+    for (int64_t q = 0; q < n_seqs; q++) {
+        const int64_t r0 = seq_start[q], T = seq_start[q + 1] - r0;
+        /* 3. partial mRoPE on the first rot dims, positions 0..T-1  apply_rotary_pos_emb(q, k, cos, sin) */
+        clef_rope_apply(be, T, Hq, Qg + r0 * Hq * 2 * d, Hq * 2 * d, 2 * d, m->rot_dims, s->rope_cos, s->rope_sin);
+        clef_rope_apply(be, T, Hkv, Kb + r0 * Hkv * d, Hkv * d, d, m->rot_dims, s->rope_cos, s->rope_sin);
+        /* 4. causal GQA softmax attention, scale d^-1/2  (eager_attention_forward) */
+        clef_attention_args aa = {
+            .n_q = T, .n_kv = T, .n_q_heads = Hq, .n_kv_heads = Hkv, .head_dim = d,
+            .q = Qg + r0 * Hq * 2 * d, .ldq = Hq * 2 * d, .q_head_stride = 2 * d,
+            .k = Kb + r0 * Hkv * d, .ldk = Hkv * d, .k_head_stride = d,
+            .v = Vb + r0 * Hkv * d, .ldv = Hkv * d, .v_head_stride = d,
+            .o = O + r0 * Hq * d, .ldo = Hq * d, .o_head_stride = d,
+            .scale = 1.0f / sqrtf((float)d), .causal = 1,
+        };
+        clef_attention(be, &aa, s->scratch);
+    }
+    /* 5. output gate  attn_output = attn_output * sigmoid(gate) */
+    clef_mul_sigmoid(be, n * Hq, d, O, d, Qg + d, 2 * d);
+    /* 6. h += o_proj(o) */
+    clef_matmul(be, n, O, Hq * d, &L->o_proj, NULL, s->h, D, 1);
+}
+
+/* SwiGLU MLP: h += down(silu(gate(xn)) * up(xn)). */
+static void mlp(qwen35_model *m, const qwen35_layer *L, int64_t n) {
+    clef_backend *be = m->be;
+    const int64_t D = m->cfg.hidden_size, F = m->cfg.intermediate_size;
+    float *gate = m->s.work, *up = gate + n * F;
+    clef_matmul(be, n, m->s.xn, D, &L->mlp_gate, NULL, gate, F, 0);
+    clef_matmul(be, n, m->s.xn, D, &L->mlp_up, NULL, up, F, 0);
+    clef_swiglu(be, n * F, gate, up, gate);
+    clef_matmul(be, n, gate, F, &L->mlp_down, NULL, m->s.h, D, 1);
+}
+
+int qwen35_forward(qwen35_model *m, int64_t n_seqs, const int64_t *seq_start, const int32_t *ids) {
+    if (!m || !seq_start || !ids || n_seqs <= 0)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_forward: NULL argument or n_seqs %lld <= 0", (long long)n_seqs);
+    if (seq_start[0] != 0)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_forward: seq_start[0] = %lld, expected 0", (long long)seq_start[0]);
+    for (int64_t q = 0; q < n_seqs; q++) {
+        int64_t T = seq_start[q + 1] - seq_start[q];
+        if (T <= 0)
+            return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_forward: sequence %lld has %lld tokens", (long long)q, (long long)T);
+        if (T > m->params.max_seq_len)
+            return clef_fail(CLEF_ERR_REQUEST_TOO_LONG, "sequence %lld has %lld tokens, the model was loaded for at most %lld",
+                             (long long)q, (long long)T, (long long)m->params.max_seq_len);
+        if (seq_start[q + 1] > m->params.max_tokens)
+            return clef_fail(CLEF_ERR_REQUEST_TOO_LONG, "batch of %lld+ tokens, the model was loaded for at most %lld",
+                             (long long)seq_start[q + 1], (long long)m->params.max_tokens);
+    }
+    const int64_t n = seq_start[n_seqs], D = m->cfg.hidden_size;
+    for (int64_t t = 0; t < n; t++)
+        if (ids[t] < 0 || ids[t] >= m->cfg.vocab_size)
+            return clef_fail(CLEF_ERR_REQUEST_INVALID, "token %lld has id %d, outside the vocabulary [0, %lld)",
+                             (long long)t, ids[t], (long long)m->cfg.vocab_size);
+    clef_backend *be = m->be;
+    qwen35_run_state *s = &m->s;
+    const float eps = (float)m->cfg.rms_norm_eps;
+    int st = clef_backend_write(be, s->ids, ids, sizeof(int32_t) * (size_t)n);
+    if (st != CLEF_OK)
+        return st;
+    m->n_tokens = n;
+
+    /* h = embed_tokens(input_ids)  (no scaling) */
+    clef_get_rows(be, &m->w.embed, n, s->ids, s->h, D);
+    for (int64_t i = 0; i < m->cfg.num_hidden_layers; i++) {
+        const qwen35_layer *L = &m->w.layers[i];
+        /* h += mixer(input_layernorm(h)) */
+        clef_rmsnorm(be, n, D, s->h, D, L->input_norm, eps, 1, s->xn, D);
+        if (L->type == CLEF_LAYER_LINEAR_ATTENTION)
+            gdn_mixer(m, L, n, n_seqs, seq_start);
+        else
+            attention_mixer(m, L, n, n_seqs, seq_start);
+        /* h += mlp(post_attention_layernorm(h)) */
+        clef_rmsnorm(be, n, D, s->h, D, L->post_norm, eps, 1, s->xn, D);
+        mlp(m, L, n);
+    }
+    /* last_hidden_state = norm(h) */
+    clef_rmsnorm(be, n, D, s->h, D, m->w.final_norm, eps, 1, s->out, D);
+    return clef_backend_synchronize(be);
+}

@@ -1,0 +1,73 @@
+/*
+ * qwen35_internal.h — the Qwen3.5 text model's Config, Weights and RunState, shared by
+ * qwen35_load.c (validation, placement, planning) and qwen35_forward.c (the math).
+ * Shape comments use: D hidden, F MLP, V vocab, Hq/Hkv/d attention heads and head dim,
+ * Hk/Hv/dk/dv GDN heads and dims, K = Hk*dk, Vd = Hv*dv, Cc = 2K + Vd, Kc conv kernel,
+ * N tokens of one forward (all sequences), Tm longest sequence.
+ */
+#ifndef CLEF_MODEL_QWEN35_INTERNAL_H
+#define CLEF_MODEL_QWEN35_INTERNAL_H
+
+#include "backend/buffer_set.h"
+#include "model/qwen35.h"
+
+typedef struct qwen35_layer {
+    clef_layer_type type;
+    float *input_norm;          /* (D) fp32, zero-centred (1 + w) */
+    float *post_norm;           /* (D) */
+    clef_matrix mlp_gate;       /* (F, D) */
+    clef_matrix mlp_up;         /* (F, D) */
+    clef_matrix mlp_down;       /* (D, F) */
+    /* Gated DeltaNet (linear_attn.) */
+    clef_matrix in_qkv;         /* (Cc, D): rows q, k, v, each head-major */
+    clef_matrix in_z;           /* (Vd, D) */
+    clef_matrix in_b;           /* (Hv, D) */
+    clef_matrix in_a;           /* (Hv, D) */
+    float *conv_w;              /* (Cc, Kc) */
+    float *dt_bias;             /* (Hv) */
+    float *a_log;               /* (Hv) */
+    float *gdn_norm;            /* (dv) plain weight */
+    clef_matrix out_proj;       /* (D, Vd) */
+    /* gated full attention (self_attn.) */
+    clef_matrix q_proj;         /* (Hq*2d, D): per head [query d | gate d] */
+    clef_matrix k_proj;         /* (Hkv*d, D) */
+    clef_matrix v_proj;         /* (Hkv*d, D) */
+    clef_matrix o_proj;         /* (D, Hq*d) */
+    float *q_norm;              /* (d) zero-centred */
+    float *k_norm;              /* (d) zero-centred */
+} qwen35_layer;
+
+typedef struct qwen35_weights {
+    clef_matrix embed;          /* (V, D) */
+    float *final_norm;          /* (D) zero-centred */
+    qwen35_layer *layers;       /* (n_layers) */
+} qwen35_weights;
+
+typedef struct qwen35_run_state {
+    int32_t *ids;               /* (N) token ids of the forward */
+    float *h;                   /* (N, D) residual stream */
+    float *xn;                  /* (N, D) normed input of a mixer / MLP */
+    float *out;                 /* (N, D) final-norm hidden states: the output */
+    float *work;                /* (N, work_cols) the mixer's or the MLP's buffers, in turn */
+    int64_t work_cols;
+    float *rope_cos, *rope_sin; /* (Tm, rot) text positions 0..Tm-1 (all three mRoPE axes = t) */
+    void *scratch;              /* max of the GDN and attention workspaces at Tm */
+} qwen35_run_state;
+
+struct qwen35_model {
+    clef_text_config cfg;       /* layer_types points at our own copy */
+    clef_layer_type *layer_types;
+    qwen35_params params;
+    clef_backend *be;
+    qwen35_weights w;
+    qwen35_run_state s;
+    int64_t rot_dims;           /* rotary dims of a head (head_dim * partial_rotary_factor) */
+    clef_buffer_set buffers;    /* every backend buffer we own */
+    size_t weight_bytes, state_bytes;
+    int64_t n_tokens;           /* rows of the last forward */
+};
+
+/* Floats per token of RunState.work (qwen35_load.c). */
+int64_t qwen35_work_cols(const clef_text_config *c);
+
+#endif /* CLEF_MODEL_QWEN35_INTERNAL_H */

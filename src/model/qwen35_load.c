@@ -1,0 +1,368 @@
+/*
+ * qwen35_load.c — from a text config and a tensor source to a ready model: check the config,
+ * check every tensor (present, dtype allowed for its role, shape as the config says) and
+ * place it once on the backend, then plan the RunState for (max_tokens, max_seq_len) so the
+ * forward never allocates. Failures name the tensor with expected vs got.
+ */
+#include "model/qwen35_internal.h"
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/numeric.h"
+#include "core/shape.h"
+#include "release/config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+qwen35_params qwen35_default_params(void) {
+    qwen35_params p = {.max_seq_len = 4096, .max_tokens = 0, .gdn_mode = CLEF_GDN_CHUNKED};
+    return p;
+}
+
+/* ---- config ---------------------------------------------------------------------------- */
+
+/* The invariants the forward indexes memory by. clef_release_open has already checked them
+ * with the file's name in the message; they are checked again here because qwen35_load takes
+ * a config from any caller, and a wrong one must be refused, not run. */
+static int check_config(const clef_text_config *c, int64_t *rot_dims) {
+#define REQUIRE_POSITIVE(field)                                                             \
+    if (c->field <= 0)                                                                      \
+        return clef_fail(CLEF_ERR_CONFIG_INVALID, "text_config.%s = %lld, expected > 0", #field, \
+                         (long long)c->field);
+    REQUIRE_POSITIVE(vocab_size);
+    REQUIRE_POSITIVE(hidden_size);
+    REQUIRE_POSITIVE(intermediate_size);
+    REQUIRE_POSITIVE(num_hidden_layers);
+    REQUIRE_POSITIVE(num_attention_heads);
+    REQUIRE_POSITIVE(num_key_value_heads);
+    REQUIRE_POSITIVE(head_dim);
+    REQUIRE_POSITIVE(linear_num_key_heads);
+    REQUIRE_POSITIVE(linear_num_value_heads);
+    REQUIRE_POSITIVE(linear_key_head_dim);
+    REQUIRE_POSITIVE(linear_value_head_dim);
+    REQUIRE_POSITIVE(linear_conv_kernel_dim);
+#undef REQUIRE_POSITIVE
+    if (c->num_attention_heads % c->num_key_value_heads != 0)
+        return clef_fail(CLEF_ERR_CONFIG_INVALID,
+                         "text_config: num_attention_heads %lld is not a multiple of num_key_value_heads %lld",
+                         (long long)c->num_attention_heads, (long long)c->num_key_value_heads);
+    if (c->linear_num_value_heads % c->linear_num_key_heads != 0)
+        return clef_fail(CLEF_ERR_CONFIG_INVALID,
+                         "text_config: linear_num_value_heads %lld is not a multiple of linear_num_key_heads %lld",
+                         (long long)c->linear_num_value_heads, (long long)c->linear_num_key_heads);
+    if (!(c->rms_norm_eps > 0) || !(c->rope_theta > 0))
+        return clef_fail(CLEF_ERR_CONFIG_INVALID, "text_config: rms_norm_eps %g and rope_theta %g must be > 0",
+                         c->rms_norm_eps, c->rope_theta);
+    if (!(c->partial_rotary_factor > 0 && c->partial_rotary_factor <= 1))
+        return clef_fail(CLEF_ERR_CONFIG_INVALID, "text_config: partial_rotary_factor %g not in (0, 1]",
+                         c->partial_rotary_factor);
+    int64_t rot = clef_text_rotary_dim(c);
+    if (rot < 2 || rot % 2 != 0)
+        return clef_fail(CLEF_ERR_CONFIG_INVALID, "text_config: rotary dims %lld (head_dim x partial_rotary_factor) must be even and >= 2",
+                         (long long)rot);
+    int64_t sections = c->mrope_section[0] + c->mrope_section[1] + c->mrope_section[2];
+    if (c->mrope_section[0] < 0 || c->mrope_section[1] < 0 || c->mrope_section[2] < 0 || sections != rot / 2)
+        return clef_fail(CLEF_ERR_CONFIG_INVALID,
+                         "text_config: mrope_section [%lld, %lld, %lld] sums to %lld, expected rotary dims / 2 = %lld",
+                         (long long)c->mrope_section[0], (long long)c->mrope_section[1],
+                         (long long)c->mrope_section[2], (long long)sections, (long long)(rot / 2));
+    if (!c->layer_types)
+        return clef_fail(CLEF_ERR_CONFIG_INVALID, "text_config: layer_types missing");
+    for (int64_t i = 0; i < c->num_hidden_layers; i++)
+        if (c->layer_types[i] != CLEF_LAYER_LINEAR_ATTENTION && c->layer_types[i] != CLEF_LAYER_FULL_ATTENTION)
+            return clef_fail(CLEF_ERR_CONFIG_INVALID, "text_config: layer_types[%lld] unknown", (long long)i);
+    *rot_dims = rot;
+    return CLEF_OK;
+}
+
+/* ---- tensors --------------------------------------------------------------------------- */
+
+static const clef_tensor_info *find_tensor(const qwen35_tensor_source *src, const char *name, int *status) {
+    const clef_tensor_info *t = src->find(src->user, name);
+    *status = t ? CLEF_OK : clef_fail(CLEF_ERR_TENSOR_MISSING, "tensor '%s' is missing", name);
+    return t;
+}
+
+static int check_shape(const clef_tensor_info *t, const int64_t *want, int n) {
+    int same = t->n_dims == n;
+    for (int i = 0; same && i < n; i++)
+        same = t->shape[i] == want[i];
+    if (same)
+        return CLEF_OK;
+    char got[96], exp[96];
+    return clef_fail(CLEF_ERR_TENSOR_SHAPE, "tensor '%s' has shape %s, config says %s", t->name,
+                     clef_shape_str(t->shape, t->n_dims, got, sizeof got), clef_shape_str(want, n, exp, sizeof exp));
+}
+
+/* Read t into dst (backend memory), through a host staging copy when the backend's memory
+ * is not host-visible. */
+static int read_into(qwen35_model *m, const qwen35_tensor_source *src, const clef_tensor_info *t, void *dst) {
+    if (m->be->host_visible)
+        return src->read(src->user, t, dst);
+    void *host = malloc(t->n_bytes ? t->n_bytes : 1);
+    if (!host)
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory staging %llu bytes", t->name,
+                         (unsigned long long)t->n_bytes);
+    int st = src->read(src->user, t, host);
+    if (st == CLEF_OK)
+        st = clef_backend_write(m->be, dst, host, t->n_bytes);
+    free(host);
+    return st;
+}
+
+/* A weight matrix [rows, cols], kept in its stored type (BF16 or F32). */
+static int load_matrix(qwen35_model *m, const qwen35_tensor_source *src, const char *name, int64_t rows,
+                       int64_t cols, clef_matrix *out) {
+    int st;
+    const clef_tensor_info *t = find_tensor(src, name, &st);
+    if (!t)
+        return st;
+    const int64_t want[2] = {rows, cols};
+    if ((st = check_shape(t, want, 2)) != CLEF_OK)
+        return st;
+    clef_wtype type;
+    if (t->dtype == CLEF_DTYPE_BF16)
+        type = CLEF_WTYPE_BF16;
+    else if (t->dtype == CLEF_DTYPE_F32)
+        type = CLEF_WTYPE_F32;
+    else
+        return clef_fail(CLEF_ERR_TENSOR_DTYPE, "tensor '%s' has dtype %s, expected BF16 or F32", name,
+                         clef_dtype_name(t->dtype));
+    void *buf = clef_buffer_set_alloc(&m->buffers, t->n_bytes);
+    if (!buf)
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory for %llu bytes", name,
+                         (unsigned long long)t->n_bytes);
+    if ((st = read_into(m, src, t, buf)) != CLEF_OK)
+        return clef_fail_prefix(st, "tensor '%s'", name);
+    m->weight_bytes += t->n_bytes;
+    *out = (clef_matrix){type, rows, cols, cols, buf, NULL};
+    return CLEF_OK;
+}
+
+/* A small fp32 vector of n elements (norm weights, conv taps, gate parameters) stored as
+ * BF16, F16 or F32 with the given shape; converted to fp32 once, here. */
+static int load_vector(qwen35_model *m, const qwen35_tensor_source *src, const char *name, const int64_t *shape,
+                       int n_dims, float **out) {
+    int st;
+    const clef_tensor_info *t = find_tensor(src, name, &st);
+    if (!t)
+        return st;
+    if ((st = check_shape(t, shape, n_dims)) != CLEF_OK)
+        return st;
+    int64_t n = 1;
+    for (int i = 0; i < n_dims; i++)
+        n *= shape[i];
+    if (t->dtype != CLEF_DTYPE_BF16 && t->dtype != CLEF_DTYPE_F16 && t->dtype != CLEF_DTYPE_F32)
+        return clef_fail(CLEF_ERR_TENSOR_DTYPE, "tensor '%s' has dtype %s, expected BF16, F16 or F32", name,
+                         clef_dtype_name(t->dtype));
+    void *raw = malloc(t->n_bytes ? t->n_bytes : 1);
+    float *host = malloc(sizeof(float) * (size_t)n);
+    float *buf = clef_buffer_set_alloc(&m->buffers, sizeof(float) * (size_t)n);
+    if (!raw || !host || !buf) {
+        free(raw);
+        free(host);
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory", name);
+    }
+    st = src->read(src->user, t, raw);
+    if (st == CLEF_OK) {
+        for (int64_t i = 0; i < n; i++) {
+            if (t->dtype == CLEF_DTYPE_BF16)
+                host[i] = clef_bf16_to_f32(((const uint16_t *)raw)[i]);
+            else if (t->dtype == CLEF_DTYPE_F16)
+                host[i] = clef_f16_to_f32(((const uint16_t *)raw)[i]);
+            else
+                host[i] = ((const float *)raw)[i];
+        }
+        st = clef_backend_write(m->be, buf, host, sizeof(float) * (size_t)n);
+    } else {
+        st = clef_fail_prefix(st, "tensor '%s'", name);
+    }
+    free(raw);
+    free(host);
+    m->weight_bytes += sizeof(float) * (size_t)n;
+    *out = buf;
+    return st;
+}
+
+static int load_vec1(qwen35_model *m, const qwen35_tensor_source *src, const char *name, int64_t n, float **out) {
+    return load_vector(m, src, name, &n, 1, out);
+}
+
+static int load_layer(qwen35_model *m, const qwen35_tensor_source *src, int64_t i, qwen35_layer *L) {
+    const clef_text_config *c = &m->cfg;
+    const int64_t D = c->hidden_size, F = c->intermediate_size;
+    char name[160];
+    int st;
+#define NAME(suffix) (snprintf(name, sizeof name, "text.layers.%lld.%s", (long long)i, suffix), name)
+#define TRY(expr)                  \
+    if ((st = (expr)) != CLEF_OK)  \
+        return st;
+    L->type = c->layer_types[i];
+    TRY(load_vec1(m, src, NAME("input_layernorm.weight"), D, &L->input_norm));
+    TRY(load_vec1(m, src, NAME("post_attention_layernorm.weight"), D, &L->post_norm));
+    TRY(load_matrix(m, src, NAME("mlp.gate_proj.weight"), F, D, &L->mlp_gate));
+    TRY(load_matrix(m, src, NAME("mlp.up_proj.weight"), F, D, &L->mlp_up));
+    TRY(load_matrix(m, src, NAME("mlp.down_proj.weight"), D, F, &L->mlp_down));
+    if (L->type == CLEF_LAYER_LINEAR_ATTENTION) {
+        const int64_t Hv = c->linear_num_value_heads, dv = c->linear_value_head_dim;
+        const int64_t K = c->linear_num_key_heads * c->linear_key_head_dim, Vd = Hv * dv, Cc = 2 * K + Vd;
+        const int64_t conv_shape[3] = {Cc, 1, c->linear_conv_kernel_dim};
+        TRY(load_matrix(m, src, NAME("linear_attn.in_proj_qkv.weight"), Cc, D, &L->in_qkv));
+        TRY(load_matrix(m, src, NAME("linear_attn.in_proj_z.weight"), Vd, D, &L->in_z));
+        TRY(load_matrix(m, src, NAME("linear_attn.in_proj_b.weight"), Hv, D, &L->in_b));
+        TRY(load_matrix(m, src, NAME("linear_attn.in_proj_a.weight"), Hv, D, &L->in_a));
+        TRY(load_vector(m, src, NAME("linear_attn.conv1d.weight"), conv_shape, 3, &L->conv_w));
+        TRY(load_vec1(m, src, NAME("linear_attn.dt_bias"), Hv, &L->dt_bias));
+        TRY(load_vec1(m, src, NAME("linear_attn.A_log"), Hv, &L->a_log));
+        TRY(load_vec1(m, src, NAME("linear_attn.norm.weight"), dv, &L->gdn_norm));
+        TRY(load_matrix(m, src, NAME("linear_attn.out_proj.weight"), D, Vd, &L->out_proj));
+    } else {
+        const int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, d = c->head_dim;
+        TRY(load_matrix(m, src, NAME("self_attn.q_proj.weight"), Hq * 2 * d, D, &L->q_proj));
+        TRY(load_matrix(m, src, NAME("self_attn.k_proj.weight"), Hkv * d, D, &L->k_proj));
+        TRY(load_matrix(m, src, NAME("self_attn.v_proj.weight"), Hkv * d, D, &L->v_proj));
+        TRY(load_matrix(m, src, NAME("self_attn.o_proj.weight"), D, Hq * d, &L->o_proj));
+        TRY(load_vec1(m, src, NAME("self_attn.q_norm.weight"), d, &L->q_norm));
+        TRY(load_vec1(m, src, NAME("self_attn.k_norm.weight"), d, &L->k_norm));
+    }
+#undef NAME
+#undef TRY
+    return CLEF_OK;
+}
+
+/* ---- RunState ---------------------------------------------------------------------------- */
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Floats per token of the work region: the largest of the MLP's, the GDN's and the
+ * attention's per-token buffers (they are used in turn, never at once). qwen35_forward.c
+ * carves it the same way. */
+int64_t qwen35_work_cols(const clef_text_config *c) {
+    const int64_t Hv = c->linear_num_value_heads, Vd = Hv * c->linear_value_head_dim;
+    const int64_t Cc = 2 * c->linear_num_key_heads * c->linear_key_head_dim + Vd;
+    const int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, d = c->head_dim;
+    int64_t mlp = 2 * c->intermediate_size;
+    int64_t gdn = Cc /* P */ + Cc /* conv */ + Vd /* z */ + 4 * Hv /* a, b, g, beta */ + Vd /* o */;
+    int64_t attn = Hq * 2 * d /* q|gate */ + 2 * Hkv * d /* k, v */ + Hq * d /* o */;
+    return max64(mlp, max64(gdn, attn));
+}
+
+static int plan_state(qwen35_model *m) {
+    const clef_text_config *c = &m->cfg;
+    const int64_t N = m->params.max_tokens, Tm = m->params.max_seq_len, D = c->hidden_size;
+    qwen35_run_state *s = &m->s;
+    s->work_cols = qwen35_work_cols(c);
+    clef_gdn_args ga = {.T = Tm, .n_k_heads = c->linear_num_key_heads, .n_v_heads = c->linear_num_value_heads,
+                        .dk = c->linear_key_head_dim, .dv = c->linear_value_head_dim,
+                        .ldq = c->linear_num_key_heads * c->linear_key_head_dim,
+                        .ldk = c->linear_num_key_heads * c->linear_key_head_dim,
+                        .ldv = c->linear_num_value_heads * c->linear_value_head_dim,
+                        .ldo = c->linear_num_value_heads * c->linear_value_head_dim, .mode = m->params.gdn_mode};
+    const int64_t d = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
+    clef_attention_args aa = {.n_q = Tm, .n_kv = Tm, .n_q_heads = Hq, .n_kv_heads = Hkv, .head_dim = d,
+                              .ldq = Hq * 2 * d, .q_head_stride = 2 * d, .ldk = Hkv * d, .k_head_stride = d,
+                              .ldv = Hkv * d, .v_head_stride = d, .ldo = Hq * d, .o_head_stride = d, .causal = 1};
+    size_t scratch = clef_gdn_workspace_size(m->be, &ga);
+    size_t attn_scratch = clef_attention_workspace_size(m->be, &aa);
+    if (attn_scratch > scratch)
+        scratch = attn_scratch;
+    const size_t f = sizeof(float);
+    size_t sizes[] = {sizeof(int32_t) * (size_t)N, f * (size_t)(N * D), f * (size_t)(N * D), f * (size_t)(N * D),
+                      f * (size_t)(N * s->work_cols), f * (size_t)(Tm * m->rot_dims), f * (size_t)(Tm * m->rot_dims),
+                      scratch, sizeof(int32_t) * (size_t)(3 * Tm)};
+    void *bufs[9];
+    for (int i = 0; i < 9; i++) {
+        if (!(bufs[i] = clef_buffer_set_alloc(&m->buffers, sizes[i])))
+            return clef_fail(CLEF_ERR_OUT_OF_MEMORY,
+                             "out of memory planning the run state for %lld tokens (%zu bytes)", (long long)N, sizes[i]);
+        m->state_bytes += sizes[i];
+    }
+    s->ids = bufs[0], s->h = bufs[1], s->xn = bufs[2], s->out = bufs[3], s->work = bufs[4];
+    s->rope_cos = bufs[5], s->rope_sin = bufs[6], s->scratch = bufs[7];
+    /* Text positions: all three mRoPE axes = t, the same for every sequence (each starts at
+     * 0), so the table is computed once here. */
+    int32_t *pos = malloc(sizeof(int32_t) * (size_t)(3 * Tm));
+    if (!pos)
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory for rope positions");
+    for (int64_t a = 0; a < 3; a++)
+        for (int64_t t = 0; t < Tm; t++)
+            pos[a * Tm + t] = (int32_t)t;
+    int st = clef_backend_write(m->be, bufs[8], pos, sizeof(int32_t) * (size_t)(3 * Tm));
+    free(pos);
+    if (st != CLEF_OK)
+        return st;
+    clef_rope_table(m->be, Tm, bufs[8], m->rot_dims, c->rope_theta, c->mrope_section, c->mrope_interleaved,
+                    s->rope_cos, s->rope_sin);
+    return clef_backend_synchronize(m->be);
+}
+
+/* ---- load / free ------------------------------------------------------------------------ */
+
+int qwen35_load(const clef_text_config *cfg, const qwen35_tensor_source *src, clef_backend *be,
+                const qwen35_params *params, qwen35_model **out) {
+    if (!out || !cfg || !src || !src->find || !src->read || !be)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_load: NULL argument");
+    *out = NULL;
+    qwen35_params p = params ? *params : qwen35_default_params();
+    if (p.max_seq_len <= 0 || p.max_tokens < 0)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_load: max_seq_len %lld must be > 0, max_tokens %lld >= 0",
+                         (long long)p.max_seq_len, (long long)p.max_tokens);
+    if (p.max_tokens == 0)
+        p.max_tokens = p.max_seq_len;
+    if (p.max_tokens < p.max_seq_len)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_load: max_tokens %lld < max_seq_len %lld",
+                         (long long)p.max_tokens, (long long)p.max_seq_len);
+    int64_t rot = 0;
+    int st = check_config(cfg, &rot);
+    if (st != CLEF_OK)
+        return st;
+    qwen35_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "qwen35_load: out of memory");
+    m->cfg = *cfg;
+    m->params = p;
+    m->be = be;
+    m->buffers = clef_buffer_set_init(be);
+    m->rot_dims = rot;
+    m->layer_types = malloc(sizeof(clef_layer_type) * (size_t)cfg->num_hidden_layers);
+    m->w.layers = calloc((size_t)cfg->num_hidden_layers, sizeof(qwen35_layer));
+    if (!m->layer_types || !m->w.layers) {
+        st = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "qwen35_load: out of memory");
+        goto err;
+    }
+    memcpy(m->layer_types, cfg->layer_types, sizeof(clef_layer_type) * (size_t)cfg->num_hidden_layers);
+    m->cfg.layer_types = m->layer_types;
+    if ((st = load_matrix(m, src, "text.embed_tokens.weight", cfg->vocab_size, cfg->hidden_size, &m->w.embed)))
+        goto err;
+    if ((st = load_vec1(m, src, "text.norm.weight", cfg->hidden_size, &m->w.final_norm)))
+        goto err;
+    for (int64_t i = 0; i < cfg->num_hidden_layers; i++)
+        if ((st = load_layer(m, src, i, &m->w.layers[i])) != CLEF_OK)
+            goto err;
+    if ((st = plan_state(m)) != CLEF_OK)
+        goto err;
+    CLEF_LOG_I("qwen35: %lld layers, hidden %lld, weights %.1f MiB, run state %.1f MiB for %lld tokens",
+               (long long)cfg->num_hidden_layers, (long long)cfg->hidden_size, m->weight_bytes / 1048576.0,
+               m->state_bytes / 1048576.0, (long long)p.max_tokens);
+    *out = m;
+    return CLEF_OK;
+err:
+    qwen35_free(m);
+    return st;
+}
+
+void qwen35_free(qwen35_model *m) {
+    if (!m)
+        return;
+    clef_buffer_set_release(&m->buffers);
+    free(m->w.layers);
+    free(m->layer_types);
+    free(m);
+}
+
+const float *qwen35_output(const qwen35_model *m) { return m->s.out; }
+int64_t qwen35_hidden_size(const qwen35_model *m) { return m->cfg.hidden_size; }
+size_t qwen35_weight_bytes(const qwen35_model *m) { return m->weight_bytes; }
+size_t qwen35_state_bytes(const qwen35_model *m) { return m->state_bytes; }
