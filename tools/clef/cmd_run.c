@@ -29,7 +29,7 @@
 
 static void run_usage(FILE *out) {
     fprintf(out,
-            "usage: clef run --model DIR [--record FILE|-] [--questions FILE --state TEXT|FILE]\n"
+            "usage: clef run --model DIR [--record FILE|-] [--questions FILE|- --state TEXT|FILE]\n"
             "                [--max-length N] [--threads N] [--truncation truncate|refuse]\n"
             "                [--json|--table] [--quiet]\n"
             "\n"
@@ -40,8 +40,9 @@ static void run_usage(FILE *out) {
             "  --record FILE|-    the record as JSON: {\"state\": ..., \"questions\": {...}} plus\n"
             "                     optional \"id\" and \"model\" (docs/cli.md); - reads stdin.\n"
             "                     Default: stdin, when --questions is not given\n"
-            "  --questions FILE   a JSON object of questions {\"id\": {\"type\": ...}, ...};\n"
-            "                     the record is then {\"state\": STATE, \"questions\": FILE}\n"
+            "  --questions FILE|- a JSON object of questions {\"id\": {\"type\": ...}, ...};\n"
+            "                     the record is then {\"state\": STATE, \"questions\": FILE};\n"
+            "                     - reads stdin\n"
             "  --state TEXT|FILE  the state with --questions: the contents of FILE if such a\n"
             "                     file exists, else TEXT; used as JSON if it parses as JSON,\n"
             "                     else as a string\n"
@@ -170,23 +171,29 @@ static int assemble_record(const char *questions_path, const char *state_arg, ch
 }
 
 typedef struct progress_state {
-    int shown;
+    int shown;        /* a progress line is on the terminal */
+    int last_percent; /* of the weights, last printed */
 } progress_state;
 
+/* One status line on stderr (a terminal), rewritten in place; weights by whole percent. */
 static void show_progress(const char *stage, uint64_t done, uint64_t total, void *user) {
     progress_state *p = user;
     if (!strcmp(stage, "weights") && total) {
-        fprintf(stderr, "\rclef run: loading weights %3d%% (%.1f / %.1f MB)",
-                (int)(100.0 * (double)done / (double)total), (double)done / 1e6,
-                (double)total / 1e6);
-        p->shown = 1;
+        int percent = (int)(100.0 * (double)done / (double)total);
+        if (p->shown && percent == p->last_percent)
+            return;
+        p->last_percent = percent;
+        fprintf(stderr, "\r\033[Kclef run: loading weights %3d%% (%.1f / %.1f MB)", percent,
+                (double)done / 1e6, (double)total / 1e6);
     } else if (!strcmp(stage, "ready")) {
-        if (p->shown)
-            fprintf(stderr, "\n");
+        fprintf(stderr, "\r\033[K");
+        p->shown = 0;
+        fflush(stderr);
+        return;
     } else {
-        fprintf(stderr, "%sclef run: %s...", p->shown ? "\n" : "", stage);
-        p->shown = 1;
+        fprintf(stderr, "\r\033[Kclef run: %s...", stage);
     }
+    p->shown = 1;
     fflush(stderr);
 }
 
