@@ -131,6 +131,7 @@ static void lm_close(lm_rows *lm) {
     clef_file_close(&lm->file);
     free(lm->row);
     memset(lm, 0, sizeof *lm);
+    lm->file.fd = -1;
 }
 
 /* ---- loading ------------------------------------------------------------------------------ */
