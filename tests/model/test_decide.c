@@ -1,9 +1,10 @@
 /*
  * test_decide.c — the public decide API end to end against the reference ClefModel.
  *
- * Fixture: tests/model/fixtures/e2e.json, written by scripts/head/make_e2e_fixtures.py from the
- * release's joint_schema_model.py (encode_record + transformers Qwen3.5 backbone +
- * JointSchemaHead, systemone) on the committed demo release demo/clef-demo. For every record:
+ * Fixture (argv[1]): tests/model/fixtures/e2e.json (the committed demo release demo/clef-demo)
+ * or e2e_sharded.json (tests/model/fixtures/tiny-sharded: BF16 in 4 shards + index, hidden 64),
+ * written by scripts/head/make_e2e_fixtures.py from the release's joint_schema_model.py
+ * (encode_record + transformers Qwen3.5 backbone + JointSchemaHead, systemone). For every record:
  *   - the token ids our encoder makes with the release's tokenizer equal encode_record's;
  *   - clef_model_decide_result: logits relative L2 error <= 1e-5 and probabilities max abs
  *     diff <= 1e-6 against the oracle evaluated exactly (float64), per record;
@@ -30,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FIXTURE "tests/model/fixtures/e2e.json"
 
 static char *render_compact(const json_value *v) {
     clef_strbuf b = {0};
@@ -102,13 +102,14 @@ static void check_numbers(const char *name, const clef_result *r, const json_val
     CHECK_MSG(max_prob <= 1e-6, "%s: probabilities max abs diff %.3e > 1e-6", name, max_prob);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    const char *fixture = argc > 1 ? argv[1] : "tests/model/fixtures/e2e.json";
     char *text = NULL;
     size_t len = 0;
     json_doc *doc = NULL;
-    if (clef_read_file(FIXTURE, (size_t)16 << 20, &text, &len) ||
+    if (clef_read_file(fixture, (size_t)16 << 20, &text, &len) ||
         json_parse(text, len, NULL, &doc, NULL)) {
-        fprintf(stderr, "cannot read %s (run scripts/head/make_e2e_fixtures.py)\n", FIXTURE);
+        fprintf(stderr, "cannot read %s (run scripts/head/make_e2e_fixtures.py)\n", fixture);
         return 1;
     }
     const json_value *root = json_doc_root(doc);
