@@ -4,10 +4,12 @@
  * Any byte string goes through json_parse (with and without the non-finite literals); a
  * parsed document is rendered both with sorted and document-order keys, and the sorted
  * text must parse again and render to itself (render's output is canonical JSON). Failures
- * must be statuses, never crashes, leaks or sanitizer reports.
+ * must be statuses with a non-empty, valid UTF-8 message, never crashes, leaks or
+ * sanitizer reports.
  */
 #include "clef.h"
 #include "core/error.h"
+#include "core/utf8.h"
 #include "json/json.h"
 #include "json/render.h"
 
@@ -40,8 +42,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         json_parse_opts opts = {.allow_nonfinite = allow_nonfinite, .max_depth = 64};
         json_doc *doc = NULL;
         json_error err;
-        if (json_parse((const char *)data, size, &opts, &doc, &err) != 0)
+        if (json_parse((const char *)data, size, &opts, &doc, &err) != 0) {
+            /* messages end up in JSON error bodies: they must be valid UTF-8 */
+            size_t n = strlen(err.msg);
+            CLEF_ASSERT(n > 0 && clef_utf8_check((const unsigned char *)err.msg, n) == n);
             continue;
+        }
         const json_value *root = json_doc_root(doc);
         clef_strbuf out = {0};
         json_render_opts unsorted = {.sort_keys = 0, .allow_nonfinite = 0};

@@ -3,12 +3,13 @@
  * load once, 1 warm-up + RUNS timed forwards over T random tokens, print the median, tokens/s
  * and the process's peak RSS as one JSON line (run.sh puts it in a table next to PyTorch).
  * Excluded from the time: loading, the warm-up. Included: the whole forward to the final norm.
+ * The release is opened and validated with clef_release_open and the backbone loaded with
+ * qwen35_load_release, as the engine does.
  *
  *   bench_cpu_forward DIR T RUNS THREADS
  */
 #include "clef.h"
 #include "model/qwen35.h"
-#include "st_source.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,17 +39,19 @@ int main(int argc, char **argv) {
         fprintf(stderr, "T, RUNS and THREADS must be > 0\n");
         return 2;
     }
-    st_source *src = st_source_open(dir);
-    if (!src)
+    clef_release *rel = NULL;
+    if (clef_release_open(dir, NULL, &rel) != CLEF_OK) {
+        fprintf(stderr, "release refused: %s\n", clef_last_error());
         return 1;
+    }
+    const int64_t vocab = clef_release_get_config(rel)->text.vocab_size;
     clef_backend_params bp = clef_backend_default_params();
     bp.n_threads = threads;
     clef_backend *be = NULL;
     qwen35_model *m = NULL;
     qwen35_params p = qwen35_default_params();
     p.max_seq_len = T;
-    qwen35_tensor_source ts = st_source_as_tensor_source(src);
-    if (clef_backend_cpu_create(&bp, &be) != CLEF_OK || qwen35_load(st_source_config(src), &ts, be, &p, &m) != CLEF_OK) {
+    if (clef_backend_cpu_create(&bp, &be) != CLEF_OK || qwen35_load_release(rel, be, &p, &m) != CLEF_OK) {
         fprintf(stderr, "load failed: %s\n", clef_last_error());
         return 1;
     }
@@ -56,7 +59,7 @@ int main(int argc, char **argv) {
     uint64_t x = 1;
     for (int64_t t = 0; t < T; t++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
-        ids[t] = (int32_t)((x >> 33) % (uint64_t)st_source_config(src)->vocab_size);
+        ids[t] = (int32_t)((x >> 33) % (uint64_t)vocab);
     }
     int64_t seq[2] = {0, T};
     double *times = malloc(sizeof(double) * (size_t)runs);
@@ -80,6 +83,6 @@ int main(int argc, char **argv) {
     free(ids);
     qwen35_free(m);
     clef_backend_free(be);
-    st_source_free(src);
+    clef_release_free(rel);
     return 0;
 }

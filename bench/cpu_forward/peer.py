@@ -2,19 +2,23 @@
 """peer.py — the PyTorch side of bench/cpu_forward: make the mid-size release, and time
 transformers' Qwen3.5 text forward on it.
 
-  python3 peer.py make DIR            write a random-weight BF16 release (N(0, 0.02) weights)
+  python3 peer.py make DIR            write a random-weight BF16 Clef release with
+        scripts/fixtures/make_release.py's write_release (transformers' init: N(0, 0.02)
+        matrices; a tiny vision tower and the reference head, so the release reader accepts it)
   python3 peer.py run DIR T RUNS THREADS
         load DIR with from_pretrained(dtype=float32) — fp32 math on the BF16 weights, the same
         arithmetic as the engine — then time Qwen3_5Model(input_ids).last_hidden_state over T
         random tokens: 1 warm-up + RUNS timed runs, torch.set_num_threads(THREADS), no grad,
         eager attention, no cache. Prints one JSON line: median ms, tok/s, peak RSS.
-Requirements: pip install -r scripts/requirements.txt
+Requirements: pip install -r scripts/requirements.txt (make also needs the reference head file,
+located as make_release.py's docstring says).
 """
 import json
 import resource
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -28,18 +32,11 @@ CONFIG = dict(vocab_size=4096, hidden_size=1024, intermediate_size=3584, num_hid
 
 
 def make(out_dir):
-    from transformers import Qwen3_5Config, Qwen3_5ForConditionalGeneration
-    torch.manual_seed(0)
-    vision = dict(depth=1, hidden_size=16, intermediate_size=32, num_heads=2, in_channels=3, patch_size=4,
-                  temporal_patch_size=2, spatial_merge_size=2, out_hidden_size=CONFIG["hidden_size"],
-                  num_position_embeddings=16)
-    cfg = Qwen3_5Config(text_config=CONFIG, vision_config=vision, tie_word_embeddings=False)
-    model = Qwen3_5ForConditionalGeneration(cfg).to(torch.bfloat16)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if p.dim() >= 2:
-                p.normal_(0.0, 0.02)
-    model.save_pretrained(out_dir, safe_serialization=True, max_shard_size="100GB")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "fixtures"))
+    from make_release import write_release
+    D = CONFIG["hidden_size"]
+    write_release(out_dir, text_config=CONFIG, vision_config=dict(depth=1, out_hidden_size=D),
+                  head_config=dict(hidden_size=D), seed=0, dtype="bfloat16")
 
 
 def run(model_dir, T, runs, threads):

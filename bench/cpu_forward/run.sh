@@ -11,7 +11,8 @@ cd "$(dirname "$0")/../.."
 T=${1:-1024}; RUNS=${2:-5}; THREADS=${3:-$(nproc)}; BUILD=${4:-build}
 DIR=bench/out/cpu_forward_release
 PY=${PYTHON:-python3}
-[ -f "$DIR/model.safetensors" ] || "$PY" bench/cpu_forward/peer.py make "$DIR" >/dev/null 2>&1
+# joint_head_config.json marks a complete Clef release (older bench/out dirs lack it)
+[ -f "$DIR/joint_head_config.json" ] || "$PY" bench/cpu_forward/peer.py make "$DIR" >/dev/null
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" --target bench_cpu_forward >/dev/null
 ours=$("$BUILD/bench/cpu_forward/bench_cpu_forward" "$DIR" "$T" "$RUNS" "$THREADS")

@@ -146,6 +146,9 @@ static void field_error(validator *v, int status, const char *type, const char *
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* A long id or model name cut by the buffer may end inside a UTF-8 sequence; the
+     * message goes into JSON error bodies, so keep only the valid prefix. */
+    msg[clef_utf8_check((const unsigned char *)msg, strlen(msg))] = '\0';
     clef_field_error *fe = &e->items[e->count];
     fe->loc = loc_json(v);
     fe->path = loc_dotted(v);

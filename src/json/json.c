@@ -99,6 +99,10 @@ static int fail_at(parser *p, size_t at, int status, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(p->err->msg, sizeof p->err->msg, fmt, ap);
         va_end(ap);
+        /* A quoted key cut by %.40s or by the buffer may end inside a UTF-8 sequence;
+         * messages travel in JSON error bodies, so keep only the valid prefix. */
+        size_t n = strlen(p->err->msg);
+        p->err->msg[clef_utf8_check((const unsigned char *)p->err->msg, n)] = '\0';
     }
     return status;
 }

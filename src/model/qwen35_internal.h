@@ -8,6 +8,7 @@
 #ifndef CLEF_MODEL_QWEN35_INTERNAL_H
 #define CLEF_MODEL_QWEN35_INTERNAL_H
 
+#include "backend/buffer_set.h"
 #include "model/qwen35.h"
 
 typedef struct qwen35_layer {
@@ -61,8 +62,7 @@ struct qwen35_model {
     qwen35_weights w;
     qwen35_run_state s;
     int64_t rot_dims;           /* rotary dims of a head (head_dim * partial_rotary_factor) */
-    void **buffers;             /* every backend buffer we own, for free */
-    size_t n_buffers, cap_buffers;
+    clef_buffer_set buffers;    /* every backend buffer we own */
     size_t weight_bytes, state_bytes;
     int64_t n_tokens;           /* rows of the last forward */
 };

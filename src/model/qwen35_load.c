@@ -9,6 +9,8 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/numeric.h"
+#include "core/shape.h"
+#include "release/config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,9 @@ qwen35_params qwen35_default_params(void) {
 
 /* ---- config ---------------------------------------------------------------------------- */
 
+/* The invariants the forward indexes memory by. clef_release_open has already checked them
+ * with the file's name in the message; they are checked again here because qwen35_load takes
+ * a config from any caller, and a wrong one must be refused, not run. */
 static int check_config(const clef_text_config *c, int64_t *rot_dims) {
 #define REQUIRE_POSITIVE(field)                                                             \
     if (c->field <= 0)                                                                      \
@@ -53,8 +58,7 @@ static int check_config(const clef_text_config *c, int64_t *rot_dims) {
     if (!(c->partial_rotary_factor > 0 && c->partial_rotary_factor <= 1))
         return clef_fail(CLEF_ERR_CONFIG_INVALID, "text_config: partial_rotary_factor %g not in (0, 1]",
                          c->partial_rotary_factor);
-    /* transformers: dim = int(head_dim * partial_rotary_factor) */
-    int64_t rot = (int64_t)((double)c->head_dim * c->partial_rotary_factor);
+    int64_t rot = clef_text_rotary_dim(c);
     if (rot < 2 || rot % 2 != 0)
         return clef_fail(CLEF_ERR_CONFIG_INVALID, "text_config: rotary dims %lld (head_dim x partial_rotary_factor) must be even and >= 2",
                          (long long)rot);
@@ -73,45 +77,12 @@ static int check_config(const clef_text_config *c, int64_t *rot_dims) {
     return CLEF_OK;
 }
 
-/* ---- backend buffers ------------------------------------------------------------------- */
-
-static void *model_alloc(qwen35_model *m, size_t bytes) {
-    if (m->n_buffers == m->cap_buffers) {
-        size_t cap = m->cap_buffers ? 2 * m->cap_buffers : 64;
-        void **b = realloc(m->buffers, cap * sizeof *b);
-        if (!b)
-            return NULL;
-        m->buffers = b;
-        m->cap_buffers = cap;
-    }
-    void *p = clef_backend_alloc(m->be, bytes);
-    if (p)
-        m->buffers[m->n_buffers++] = p;
-    return p;
-}
-
 /* ---- tensors --------------------------------------------------------------------------- */
-
-/* The safetensors spelling of the dtypes messages mention. (release.h's clef_dtype_name says
- * the same; this keeps the model linkable without the release module, see docs/model.md.) */
-static const char *dtype_label(clef_dtype t) {
-    static const char *const names[CLEF_DTYPE_COUNT] = {"BF16", "F16", "F32", "F8_E4M3", "I8",
-                                                        "U8", "I32", "I64", "BOOL"};
-    return t >= 0 && t < CLEF_DTYPE_COUNT ? names[t] : "?";
-}
 
 static const clef_tensor_info *find_tensor(const qwen35_tensor_source *src, const char *name, int *status) {
     const clef_tensor_info *t = src->find(src->user, name);
     *status = t ? CLEF_OK : clef_fail(CLEF_ERR_TENSOR_MISSING, "tensor '%s' is missing", name);
     return t;
-}
-
-static void shape_str(const int64_t *shape, int n, char *buf, size_t cap) {
-    size_t len = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < n && len < cap; i++)
-        len += (size_t)snprintf(buf + len, cap - len, i ? ", %lld" : "%lld", (long long)shape[i]);
-    if (len < cap)
-        snprintf(buf + len, cap - len, "]");
 }
 
 static int check_shape(const clef_tensor_info *t, const int64_t *want, int n) {
@@ -121,9 +92,8 @@ static int check_shape(const clef_tensor_info *t, const int64_t *want, int n) {
     if (same)
         return CLEF_OK;
     char got[96], exp[96];
-    shape_str(t->shape, t->n_dims, got, sizeof got);
-    shape_str(want, n, exp, sizeof exp);
-    return clef_fail(CLEF_ERR_TENSOR_SHAPE, "tensor '%s' has shape %s, config says %s", t->name, got, exp);
+    return clef_fail(CLEF_ERR_TENSOR_SHAPE, "tensor '%s' has shape %s, config says %s", t->name,
+                     clef_shape_str(t->shape, t->n_dims, got, sizeof got), clef_shape_str(want, n, exp, sizeof exp));
 }
 
 /* Read t into dst (backend memory), through a host staging copy when the backend's memory
@@ -159,8 +129,8 @@ static int load_matrix(qwen35_model *m, const qwen35_tensor_source *src, const c
         type = CLEF_WTYPE_F32;
     else
         return clef_fail(CLEF_ERR_TENSOR_DTYPE, "tensor '%s' has dtype %s, expected BF16 or F32", name,
-                         dtype_label(t->dtype));
-    void *buf = model_alloc(m, t->n_bytes);
+                         clef_dtype_name(t->dtype));
+    void *buf = clef_buffer_set_alloc(&m->buffers, t->n_bytes);
     if (!buf)
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory for %llu bytes", name,
                          (unsigned long long)t->n_bytes);
@@ -186,10 +156,10 @@ static int load_vector(qwen35_model *m, const qwen35_tensor_source *src, const c
         n *= shape[i];
     if (t->dtype != CLEF_DTYPE_BF16 && t->dtype != CLEF_DTYPE_F16 && t->dtype != CLEF_DTYPE_F32)
         return clef_fail(CLEF_ERR_TENSOR_DTYPE, "tensor '%s' has dtype %s, expected BF16, F16 or F32", name,
-                         dtype_label(t->dtype));
+                         clef_dtype_name(t->dtype));
     void *raw = malloc(t->n_bytes ? t->n_bytes : 1);
     float *host = malloc(sizeof(float) * (size_t)n);
-    float *buf = model_alloc(m, sizeof(float) * (size_t)n);
+    float *buf = clef_buffer_set_alloc(&m->buffers, sizeof(float) * (size_t)n);
     if (!raw || !host || !buf) {
         free(raw);
         free(host);
@@ -304,7 +274,7 @@ static int plan_state(qwen35_model *m) {
                       scratch, sizeof(int32_t) * (size_t)(3 * Tm)};
     void *bufs[9];
     for (int i = 0; i < 9; i++) {
-        if (!(bufs[i] = model_alloc(m, sizes[i])))
+        if (!(bufs[i] = clef_buffer_set_alloc(&m->buffers, sizes[i])))
             return clef_fail(CLEF_ERR_OUT_OF_MEMORY,
                              "out of memory planning the run state for %lld tokens (%zu bytes)", (long long)N, sizes[i]);
         m->state_bytes += sizes[i];
@@ -354,6 +324,7 @@ int qwen35_load(const clef_text_config *cfg, const qwen35_tensor_source *src, cl
     m->cfg = *cfg;
     m->params = p;
     m->be = be;
+    m->buffers = clef_buffer_set_init(be);
     m->rot_dims = rot;
     m->layer_types = malloc(sizeof(clef_layer_type) * (size_t)cfg->num_hidden_layers);
     m->w.layers = calloc((size_t)cfg->num_hidden_layers, sizeof(qwen35_layer));
@@ -385,9 +356,7 @@ err:
 void qwen35_free(qwen35_model *m) {
     if (!m)
         return;
-    for (size_t i = 0; i < m->n_buffers; i++)
-        clef_backend_release(m->be, m->buffers[i]);
-    free(m->buffers);
+    clef_buffer_set_release(&m->buffers);
     free(m->w.layers);
     free(m->layer_types);
     free(m);

@@ -6,11 +6,12 @@
  *  - all records of a config in one batch of mixed lengths: bit-identical to alone
  *  - the recurrent delta rule (reference) gives the same parity as the chunked one
  *  - refusals: too long, token id outside the vocabulary, missing tensor, wrong shape
+ * The fixtures are real Clef releases, opened with the release reader (clef_release_open) and
+ * loaded with qwen35_load_release, as the engine does.
  * Run from the repository root (ctest does): fixtures are under tests/backbone/fixtures.
  */
 #include "clef.h"
 #include "model/qwen35.h"
-#include "st_source.h"
 #include "test.h"
 
 #include <math.h>
@@ -85,20 +86,23 @@ static void check_config(const char *name, clef_backend *be) {
     snprintf(dir, sizeof dir, "tests/backbone/fixtures/%s", name);
     snprintf(path, sizeof path, "%s/parity.bin", dir);
     fixture fx = {0, 0, NULL};
-    st_source *src = st_source_open(dir);
-    int ok = src && load_fixture(path, &fx);
-    CHECK_MSG(ok, "cannot read fixture %s", dir);
+    clef_release *rel = NULL;
+    int st = clef_release_open(dir, NULL, &rel);
+    CHECK_MSG(st == CLEF_OK, "%s: release refused: %s", dir, clef_last_error());
+    int ok = st == CLEF_OK && load_fixture(path, &fx);
+    CHECK_MSG(ok, "cannot read fixture %s", path);
     if (!ok) {
-        st_source_free(src);
+        clef_release_free(rel);
         return;
     }
+    const clef_text_config *cfg = &clef_release_get_config(rel)->text;
+    CHECK_EQ_INT(cfg->hidden_size, fx.D);
     int64_t max_T = 0, total = 0;
     for (int64_t i = 0; i < fx.n; i++) {
         max_T = fx.r[i].T > max_T ? fx.r[i].T : max_T;
         total += fx.r[i].T;
     }
     const int64_t D = fx.D;
-    qwen35_tensor_source ts = st_source_as_tensor_source(src);
     float *alone = malloc(sizeof(float) * (size_t)(total * D));
     for (int mode = 0; mode < 2; mode++) {
         qwen35_params p = qwen35_default_params();
@@ -106,7 +110,7 @@ static void check_config(const char *name, clef_backend *be) {
         p.max_tokens = total;
         p.gdn_mode = mode ? CLEF_GDN_RECURRENT : CLEF_GDN_CHUNKED;
         qwen35_model *m = NULL;
-        int st = qwen35_load(st_source_config(src), &ts, be, &p, &m);
+        st = qwen35_load_release(rel, be, &p, &m);
         CHECK_MSG(st == CLEF_OK, "%s: load failed: %s", name, clef_last_error());
         if (st != CLEF_OK)
             break;
@@ -140,7 +144,7 @@ static void check_config(const char *name, clef_backend *be) {
             /* refusals */
             int64_t too_long[2] = {0, max_T + 1};
             CHECK_EQ_INT(qwen35_forward(m, 1, too_long, ids), CLEF_ERR_REQUEST_TOO_LONG);
-            int32_t bad = (int32_t)st_source_config(src)->vocab_size;
+            int32_t bad = (int32_t)cfg->vocab_size;
             int64_t one[2] = {0, 1};
             CHECK_EQ_INT(qwen35_forward(m, 1, one, &bad), CLEF_ERR_REQUEST_INVALID);
             int64_t empty[2] = {0, 0};
@@ -151,12 +155,13 @@ static void check_config(const char *name, clef_backend *be) {
     }
     free(alone);
     free_fixture(&fx);
-    st_source_free(src);
+    clef_release_free(rel);
 }
 
-/* A source that hides or reshapes one tensor, to see the loader refuse it by name. */
+/* A release that hides or reshapes one tensor, to see the loader refuse it by name (the
+ * release reader would refuse such a release already; the loader must not rely on it). */
 typedef struct faulty_source {
-    qwen35_tensor_source inner;
+    const clef_release *rel;
     const char *victim;
     int reshape; /* 0: hide, 1: wrong shape */
     clef_tensor_info copy;
@@ -164,7 +169,7 @@ typedef struct faulty_source {
 
 static const clef_tensor_info *faulty_find(void *user, const char *name) {
     faulty_source *f = user;
-    const clef_tensor_info *t = f->inner.find(f->inner.user, name);
+    const clef_tensor_info *t = clef_release_find(f->rel, name);
     if (!t || strcmp(name, f->victim) != 0)
         return t;
     if (!f->reshape)
@@ -176,30 +181,37 @@ static const clef_tensor_info *faulty_find(void *user, const char *name) {
 
 static int faulty_read(void *user, const clef_tensor_info *t, void *dst) {
     faulty_source *f = user;
-    return f->inner.read(f->inner.user, t, dst);
+    return clef_release_read(f->rel, t, dst);
 }
 
 static void check_refusals(clef_backend *be) {
-    st_source *src = st_source_open("tests/backbone/fixtures/a_pattern");
-    if (!src)
+    clef_release *rel = NULL;
+    CHECK_EQ_INT(clef_release_open("tests/backbone/fixtures/a_pattern", NULL, &rel), CLEF_OK);
+    if (!rel)
         return;
+    const clef_text_config *cfg = &clef_release_get_config(rel)->text;
     const char *victims[] = {"text.layers.3.self_attn.k_proj.weight", "text.layers.2.linear_attn.A_log"};
     for (int v = 0; v < 2; v++)
         for (int reshape = 0; reshape < 2; reshape++) {
-            faulty_source f = {st_source_as_tensor_source(src), victims[v], reshape, {0}};
+            faulty_source f = {rel, victims[v], reshape, {0}};
             qwen35_tensor_source ts = {faulty_find, faulty_read, &f};
             qwen35_model *m = NULL;
-            int st = qwen35_load(st_source_config(src), &ts, be, NULL, &m);
+            int st = qwen35_load(cfg, &ts, be, NULL, &m);
             CHECK_EQ_INT(st, reshape ? CLEF_ERR_TENSOR_SHAPE : CLEF_ERR_TENSOR_MISSING);
             CHECK_MSG(strstr(clef_last_error(), victims[v]) != NULL, "message names the tensor: %s", clef_last_error());
+            if (reshape) /* expected vs got, both spelled out */
+                CHECK_MSG(strstr(clef_last_error(), "has shape [") && strstr(clef_last_error(), "config says ["),
+                          "message gives both shapes: %s", clef_last_error());
             CHECK(m == NULL);
         }
-    clef_text_config bad = *st_source_config(src);
+    clef_text_config bad = *cfg;
     bad.mrope_section[0] += 1;
-    qwen35_tensor_source ts = st_source_as_tensor_source(src);
+    faulty_source none = {rel, "", 0, {0}};
+    qwen35_tensor_source ts = {faulty_find, faulty_read, &none};
     qwen35_model *m = NULL;
     CHECK_EQ_INT(qwen35_load(&bad, &ts, be, NULL, &m), CLEF_ERR_CONFIG_INVALID);
-    st_source_free(src);
+    CHECK_EQ_INT(qwen35_load_release(NULL, be, NULL, &m), CLEF_ERR_INVALID_ARG);
+    clef_release_free(rel);
 }
 
 int main(void) {

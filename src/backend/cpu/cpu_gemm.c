@@ -14,11 +14,13 @@
 #include <math.h>
 #include <string.h>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
 enum { MR = CPU_GEMM_MR, NR = CPU_GEMM_NR, MC = CPU_GEMM_MC, KC = CPU_GEMM_KC, NC = CPU_GEMM_NC };
+
+_Static_assert(MR % 8 == 0 && NR % 8 == 0, "packing transposes 8 x 8 blocks");
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -29,44 +31,111 @@ cpu_gemm_b cpu_gemm_b_cols(const cpu_gemm_b *B, int64_t n0) {
     return r;
 }
 
-/* Bp[p][k][NR] for panels p of the columns [n0, n0 + nc), rows [k0, k0 + kc); zero padding. */
+#if defined(__AVX2__)
+/* r[k] <- column k of the 8 x 8 block whose rows are r[0..7] (the usual unpack / shuffle /
+ * permute transpose: pure data movement, so packing stays exact). */
+static inline void transpose_8x8(__m256 r[8]) {
+    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    __m256 s0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 s1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 s2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 s3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 s4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 s5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 s6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 s7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+    r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+    r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+    r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+    r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+    r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+    r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+    r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+    r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+/* 8 BF16 -> 8 fp32, exactly (the BF16 bits become the high half of the fp32 bits). */
+static inline __m256 load_bf16x8(const uint16_t *src) {
+    __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)src));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+
+/* dst[k * ld_dst + i] = row_i[k] for 8 rows (row i at src + i * ld_src, fp32 or BF16) and
+ * k in [0, kc8), kc8 a multiple of 8: 8 x 8 blocks through registers. */
+static void transpose_rows8(const void *src, int64_t ld_src, int bf16, int64_t kc8, float *dst,
+                            int64_t ld_dst) {
+    for (int64_t k = 0; k < kc8; k += 8) {
+        __m256 r[8];
+        for (int i = 0; i < 8; i++)
+            r[i] = bf16 ? load_bf16x8((const uint16_t *)src + i * ld_src + k)
+                        : _mm256_loadu_ps((const float *)src + i * ld_src + k);
+        transpose_8x8(r);
+        for (int i = 0; i < 8; i++)
+            _mm256_storeu_ps(dst + (k + i) * ld_dst, r[i]);
+    }
+}
+#endif
+
+/* Bp[p][k][NR] for panels p of the columns [n0, n0 + nc), rows [k0, k0 + kc); zero padding.
+ * NK (a weight, rows of k contiguous): 8 x 8 register transposes for whole groups of 8
+ * columns and 8 k, scalar for the rest. KN (rows of n contiguous): row segments copied. */
 static void pack_b(const cpu_gemm_b *B, int64_t k0, int64_t kc, int64_t n0, int64_t nc, float *Bp) {
+    const int bf16 = B->type == CLEF_WTYPE_BF16;
     for (int64_t p = 0; p * NR < nc; p++) {
         float *dst = Bp + p * kc * NR;
         int64_t nr = min64(NR, nc - p * NR);
         if (nr < NR)
             memset(dst, 0, sizeof(float) * (size_t)(kc * NR));
+        if (B->layout == CPU_GEMM_B_KN) {
+            for (int64_t k = 0; k < kc; k++) {
+                int64_t at = (k0 + k) * B->ld + n0 + p * NR;
+                if (bf16) {
+                    const uint16_t *src = (const uint16_t *)B->data + at;
+                    for (int64_t j = 0; j < nr; j++)
+                        dst[k * NR + j] = clef_bf16_to_f32(src[j]);
+                } else {
+                    memcpy(dst + k * NR, (const float *)B->data + at, sizeof(float) * (size_t)nr);
+                }
+            }
+            continue;
+        }
+        int64_t j0 = 0, kv = 0;
+#if defined(__AVX2__)
+        kv = kc / 8 * 8;
+        for (; j0 + 8 <= nr; j0 += 8) {
+            int64_t at = (n0 + p * NR + j0) * B->ld + k0;
+            const void *src = bf16 ? (const void *)((const uint16_t *)B->data + at)
+                                   : (const void *)((const float *)B->data + at);
+            transpose_rows8(src, B->ld, bf16, kv, dst + j0, NR);
+        }
+#endif
         for (int64_t j = 0; j < nr; j++) {
             int64_t n = n0 + p * NR + j;
-            if (B->layout == CPU_GEMM_B_NK) {
-                if (B->type == CLEF_WTYPE_BF16) {
-                    const uint16_t *src = (const uint16_t *)B->data + n * B->ld + k0;
-                    for (int64_t k = 0; k < kc; k++)
-                        dst[k * NR + j] = clef_bf16_to_f32(src[k]);
-                } else {
-                    const float *src = (const float *)B->data + n * B->ld + k0;
-                    for (int64_t k = 0; k < kc; k++)
-                        dst[k * NR + j] = src[k];
-                }
-            } else if (B->type == CLEF_WTYPE_BF16) {
-                const uint16_t *src = (const uint16_t *)B->data + k0 * B->ld + n;
-                for (int64_t k = 0; k < kc; k++)
-                    dst[k * NR + j] = clef_bf16_to_f32(src[k * B->ld]);
-            } else {
-                const float *src = (const float *)B->data + k0 * B->ld + n;
-                for (int64_t k = 0; k < kc; k++)
-                    dst[k * NR + j] = src[k * B->ld];
-            }
+            for (int64_t k = j < j0 ? kv : 0; k < kc; k++)
+                dst[k * NR + j] = bf16 ? clef_bf16_to_f32(((const uint16_t *)B->data)[n * B->ld + k0 + k])
+                                       : ((const float *)B->data)[n * B->ld + k0 + k];
         }
     }
 }
 
-/* Ap[p][k][MR] for row panels of rows [m0, m0 + mc), columns [k0, k0 + kc); zero padding. */
+/* Ap[p][k][MR] for row panels of rows [m0, m0 + mc), columns [k0, k0 + kc); zero padding.
+ * Whole panels go through 8 x 8 register transposes (MR is a multiple of 8). */
 static void pack_a(const float *A, int64_t lda, int64_t m0, int64_t mc, int64_t k0, int64_t kc,
                    float *Ap) {
     for (int64_t p = 0; p * MR < mc; p++) {
         float *dst = Ap + p * kc * MR;
         int64_t mr = min64(MR, mc - p * MR);
+        int64_t kv = 0;
+#if defined(__AVX2__)
+        if (mr == MR) {
+            kv = kc / 8 * 8;
+            for (int64_t i0 = 0; i0 < MR; i0 += 8)
+                transpose_rows8(A + (m0 + p * MR + i0) * lda + k0, lda, 0, kv, dst + i0, MR);
+        }
+#endif
         for (int64_t i = 0; i < MR; i++) {
             if (i >= mr) {
                 for (int64_t k = 0; k < kc; k++)
@@ -74,7 +143,7 @@ static void pack_a(const float *A, int64_t lda, int64_t m0, int64_t mc, int64_t 
                 continue;
             }
             const float *src = A + (m0 + p * MR + i) * lda + k0;
-            for (int64_t k = 0; k < kc; k++)
+            for (int64_t k = kv; k < kc; k++)
                 dst[k * MR + i] = src[k];
         }
     }
@@ -84,6 +153,12 @@ static void pack_a(const float *A, int64_t lda, int64_t m0, int64_t mc, int64_t 
 static void kernel_tile(int64_t kc, const float *Ap, const float *Bp, float *C, int64_t ldc,
                         int64_t mr, int64_t nr, int overwrite) {
 #if defined(__AVX512F__)
+    /* The C tile is read (accumulate) or written after the k loop: fetch its lines now so
+     * the misses overlap the arithmetic (C of a large matmul lives beyond L2). */
+    for (int64_t i = 0; i < mr; i++) {
+        _mm_prefetch((const char *)(C + i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(C + i * ldc + NR - 1), _MM_HINT_T0);
+    }
     __m512 acc[MR][2];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++)

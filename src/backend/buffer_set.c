@@ -1,0 +1,37 @@
+/*
+ * buffer_set.c — see buffer_set.h.
+ */
+#include "backend/buffer_set.h"
+
+#include <stdlib.h>
+
+clef_buffer_set clef_buffer_set_init(clef_backend *be) {
+    clef_buffer_set set = {be, NULL, 0, 0, 0};
+    return set;
+}
+
+void *clef_buffer_set_alloc(clef_buffer_set *set, size_t bytes) {
+    if (set->n == set->cap) {
+        size_t cap = set->cap ? 2 * set->cap : 64;
+        void **items = realloc(set->items, cap * sizeof *items);
+        if (!items)
+            return NULL;
+        set->items = items;
+        set->cap = cap;
+    }
+    void *p = clef_backend_alloc(set->be, bytes ? bytes : 1);
+    if (p) {
+        set->items[set->n++] = p;
+        set->bytes += bytes;
+    }
+    return p;
+}
+
+void clef_buffer_set_release(clef_buffer_set *set) {
+    for (size_t i = 0; i < set->n; i++)
+        clef_backend_release(set->be, set->items[i]);
+    free(set->items);
+    set->items = NULL;
+    set->n = set->cap = 0;
+    set->bytes = 0;
+}
