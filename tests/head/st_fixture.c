@@ -16,12 +16,42 @@ static const struct {
 } st_dtypes[] = {{"BF16", CLEF_DTYPE_BF16}, {"F16", CLEF_DTYPE_F16}, {"F32", CLEF_DTYPE_F32},
                  {"I32", CLEF_DTYPE_I32},   {"I64", CLEF_DTYPE_I64}, {"U8", CLEF_DTYPE_U8}};
 
+static int parse(st_fixture *f, const char *path);
+
 int st_fixture_load(st_fixture *f, const char *path) {
     memset(f, 0, sizeof *f);
+    f->file.fd = -1;
     if (clef_read_file(path, (size_t)1 << 30, &f->bytes, &f->size) != CLEF_OK) {
         fprintf(stderr, "st_fixture: %s\n", clef_last_error());
         return -1;
     }
+    return parse(f, path);
+}
+
+int st_fixture_open(st_fixture *f, const char *path) {
+    memset(f, 0, sizeof *f);
+    f->file.fd = -1;
+    uint8_t len8[8];
+    uint64_t header_len = 0;
+    if (clef_file_open(&f->file, path) != CLEF_OK ||
+        clef_file_pread(&f->file, len8, 8, 0) != CLEF_OK) {
+        fprintf(stderr, "st_fixture: %s\n", clef_last_error());
+        clef_file_close(&f->file);
+        return -1;
+    }
+    for (int i = 7; i >= 0; i--)
+        header_len = header_len << 8 | len8[i];
+    if (header_len > f->file.size - 8 || !(f->bytes = malloc((size_t)header_len + 8)) ||
+        clef_file_pread(&f->file, f->bytes, (size_t)header_len + 8, 0) != CLEF_OK) {
+        fprintf(stderr, "st_fixture: %s: bad header\n", path);
+        st_fixture_free(f);
+        return -1;
+    }
+    f->size = (size_t)f->file.size; /* offsets are checked against the file, not bytes */
+    return parse(f, path);
+}
+
+static int parse(st_fixture *f, const char *path) {
     uint64_t header_len = 0;
     if (f->size < 8)
         goto bad;
@@ -72,10 +102,12 @@ bad:
 }
 
 void st_fixture_free(st_fixture *f) {
+    clef_file_close(&f->file);
     json_doc_free(f->header);
     free(f->tensors);
     free(f->bytes);
     memset(f, 0, sizeof *f);
+    f->file.fd = -1; /* not 0: clef_file_close would close stdin */
 }
 
 const clef_tensor_info *st_fixture_find(const st_fixture *f, const char *name) {
@@ -87,7 +119,7 @@ const clef_tensor_info *st_fixture_find(const st_fixture *f, const char *name) {
 
 const void *st_fixture_data(const st_fixture *f, const char *name, size_t *n_bytes) {
     const clef_tensor_info *t = st_fixture_find(f, name);
-    if (!t)
+    if (!t || f->file.fd >= 0)
         return NULL;
     if (n_bytes)
         *n_bytes = (size_t)t->n_bytes;
@@ -105,6 +137,8 @@ static const clef_tensor_info *source_find(void *ctx, const char *name) {
 
 static int source_read(void *ctx, const clef_tensor_info *t, void *dst) {
     const st_fixture *f = ctx;
+    if (f->file.fd >= 0)
+        return clef_file_pread(&f->file, dst, (size_t)t->n_bytes, t->offset);
     memcpy(dst, f->bytes + t->offset, (size_t)t->n_bytes);
     return CLEF_OK;
 }

@@ -10,12 +10,14 @@
 
 #include "clef.h"
 #include "json/json.h"
+#include "core/io.h"
 #include "model/joint_head.h"
 
 #include <stddef.h>
 
 typedef struct st_fixture {
-    char *bytes;              /* the whole file */
+    char *bytes;              /* the whole file (st_fixture_load) or its header only (_open) */
+    clef_file file;           /* open for pread after st_fixture_open */
     size_t size;
     const char *data;         /* start of the data area */
     clef_tensor_info *tensors;
@@ -23,8 +25,12 @@ typedef struct st_fixture {
     json_doc *header;
 } st_fixture;
 
-/* Load path; returns 0 or prints why and returns -1. */
+/* Load path whole; returns 0 or prints why and returns -1. */
 int st_fixture_load(st_fixture *f, const char *path);
+/* Read only the header of path and keep it open: tensors are read with pread by the source
+ * (for big files, e.g. benches: no second copy of the weights in memory).
+ * st_fixture_data is not available then. */
+int st_fixture_open(st_fixture *f, const char *path);
 void st_fixture_free(st_fixture *f);
 
 const clef_tensor_info *st_fixture_find(const st_fixture *f, const char *name);
