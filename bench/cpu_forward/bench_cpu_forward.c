@@ -8,6 +8,7 @@
  *
  *   bench_cpu_forward DIR T RUNS THREADS
  */
+#include "../bench_util.h"
 #include "clef.h"
 #include "model/qwen35.h"
 
@@ -15,17 +16,6 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <time.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv) {
     if (argc != 5) {
@@ -64,16 +54,15 @@ int main(int argc, char **argv) {
     int64_t seq[2] = {0, T};
     double *times = malloc(sizeof(double) * (size_t)runs);
     for (int i = 0; i <= runs; i++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         if (qwen35_forward(m, 1, seq, ids) != CLEF_OK) {
             fprintf(stderr, "forward failed: %s\n", clef_last_error());
             return 1;
         }
         if (i > 0) /* the first run is the warm-up */
-            times[i - 1] = now_s() - t0;
+            times[i - 1] = bench_now_s() - t0;
     }
-    qsort(times, (size_t)runs, sizeof(double), cmp_double);
-    double med = runs % 2 ? times[runs / 2] : 0.5 * (times[runs / 2 - 1] + times[runs / 2]);
+    double med = bench_median(times, runs);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("{\"ms\": %.3f, \"tok_s\": %.1f, \"peak_rss\": %lld, \"runs\": %d, \"weight_bytes\": %zu, \"state_bytes\": %zu}\n",
