@@ -3,9 +3,10 @@
  * tokenizer. bench/tokenizer/run.sh runs it next to HF `tokenizers` on the same text and
  * prints one table.
  *
- *   bench_tokenizer TOKENIZER_DIR TEXT.jsonl [RUNS]
+ *   bench_tokenizer TOKENIZER_DIR TEXT.jsonl [RUNS] [transformers|file]
  *
- * Load: median of 3 tok_load_dir calls. Encode: every record of TEXT.jsonl (JSON-string lines)
+ * The last argument picks the pipeline (tokenizer.h; default transformers, the engine's).
+ * Load: median of 3 tok_load_dir_ex calls. Encode: every record of TEXT.jsonl (JSON-string lines)
  * encoded once per run, tok_encode per record (add_special_tokens=False semantics);
  * the first run is a warm-up and not counted; median over RUNS (default 5). MB = 10^6 bytes
  * of UTF-8 input. Prints one line: "clef <load_s> <MB_per_s> <tokens> <bytes>".
@@ -34,11 +35,17 @@ static int cmp_double(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s TOKENIZER_DIR TEXT.jsonl [RUNS]\n", argv[0]);
+        fprintf(stderr, "usage: %s TOKENIZER_DIR TEXT.jsonl [RUNS] [transformers|file]\n", argv[0]);
         return 2;
     }
     int runs = argc > 3 ? atoi(argv[3]) : 5;
     if (runs < 1) runs = 1;
+    tok_load_opts opts = {TOK_PIPELINE_TRANSFORMERS};
+    if (argc > 4 && strcmp(argv[4], "file") == 0) opts.pipeline = TOK_PIPELINE_FILE;
+    else if (argc > 4 && strcmp(argv[4], "transformers") != 0) {
+        fprintf(stderr, "pipeline must be transformers or file, got '%s'\n", argv[4]);
+        return 2;
+    }
     char *text = NULL;
     size_t len = 0;
     if (clef_read_file(argv[2], (size_t)1 << 31, &text, &len) != CLEF_OK) {
@@ -75,7 +82,7 @@ int main(int argc, char **argv) {
         tok_free(tok);
         tok = NULL;
         double t0 = now();
-        if (tok_load_dir(argv[1], &tok) != CLEF_OK) {
+        if (tok_load_dir_ex(argv[1], &opts, &tok) != CLEF_OK) {
             fprintf(stderr, "%s\n", clef_last_error());
             return 1;
         }

@@ -195,6 +195,10 @@ int tok_tf_class_pipeline(tok_tokenizer *tok, tok_tf_class cls, int add_prefix_s
 int tok_tf_add_tokens(tok_tokenizer *tok, tok_tf_class cls, const struct json_value *root,
                       const struct json_value *config, const char *config_path, size_t *cap);
 
+/* tok_regex.c: regex with \s \S \p{..} \P{..} written out as Unicode 16 ranges (malloc'd,
+ * NUL-terminated). Returns 0, or -1 out of memory. */
+int tok_regex_expand_classes(const char *re, size_t len, char **out, size_t *out_len);
+
 /* tok_pretok.c */
 int tok_pretok_compile_split(tok_split *s, const char *regex, size_t regex_len, int literal,
                              const char *where);
