@@ -71,6 +71,26 @@ static void check_ids(const tok_tokenizer *tok, const char *name, const char *re
     clef_request_free(req);
 }
 
+/* Option ids in presented order: noul true, false; choice sorted by id; score "0".."n-1". */
+static void check_presented_order(const char *name, const clef_result *r) {
+    for (int32_t q = 0; q < r->n_questions; q++) {
+        const clef_question_result *qr = &r->questions[q];
+        int ok = qr->n_options > 0 && qr->id && qr->type;
+        for (int32_t o = 0; ok && o < qr->n_options; o++) {
+            char index[16];
+            snprintf(index, sizeof index, "%d", o);
+            if (!strcmp(qr->type, "noul"))
+                ok = qr->n_options == 2 && !strcmp(qr->option_ids[o], o ? "false" : "true");
+            else if (!strcmp(qr->type, "choice"))
+                ok = o == 0 || strcmp(qr->option_ids[o - 1], qr->option_ids[o]) < 0;
+            else
+                ok = !strcmp(qr->type, "score") && !strcmp(qr->option_ids[o], index);
+        }
+        CHECK_MSG(ok, "%s: question %d ('%s') options not in presented order", name, q,
+                  qr->id ? qr->id : "?");
+    }
+}
+
 static void check_numbers(const char *name, const clef_result *r, const json_value *logits,
                           const json_value *probs) {
     CHECK_EQ_INT(r->n_questions, (int64_t)logits->u.arr.count);
@@ -144,6 +164,7 @@ int main(int argc, char **argv) {
         CHECK_MSG(st == CLEF_OK, "%s: decide_result: %s", name, clef_last_error());
         if (!st) {
             check_numbers(name, r, json_object_get(rec, "logits"), json_object_get(rec, "probs"));
+            check_presented_order(name, r);
             CHECK_EQ_INT(r->truncated_tokens, truncated);
         }
         clef_result_free(r);
@@ -204,6 +225,27 @@ int main(int argc, char **argv) {
     CHECK_EQ_INT(clef_model_decide(model, long_request, strlen(long_request), &out),
                  CLEF_ERR_REQUEST_TOO_LONG);
     clef_model_free(model);
+
+    /* bad arguments */
+    clef_model_params bad = mp;
+    bad.n_threads = -1;
+    CHECK_EQ_INT(clef_model_load(release, &bad, &model), CLEF_ERR_INVALID_ARG);
+    CHECK(model == NULL);
+    CHECK_EQ_INT(clef_model_load(release, &mp, NULL), CLEF_ERR_INVALID_ARG);
+    CHECK_EQ_INT(clef_model_decide(NULL, "{}", 2, &out), CLEF_ERR_INVALID_ARG);
+    clef_model_free(NULL);
+    clef_result_free(NULL);
+    clef_string_free(NULL);
+
+    /* quantized releases (fixtures written by bitsandbytes, compressed-tensors, comfy-kitchen)
+     * are refused by name until their GEMMs exist, never run on a wrong path */
+    static const char *const quantized[] = {"tests/release/fixtures/nf4", "tests/release/fixtures/fp8",
+                                            "tests/release/fixtures/int8"};
+    for (size_t i = 0; i < sizeof quantized / sizeof quantized[0]; i++) {
+        CHECK_EQ_INT(clef_model_load(quantized[i], &mp, &model), CLEF_ERR_UNSUPPORTED);
+        CHECK(model == NULL);
+        CHECK_MSG(strstr(clef_last_error(), "this build runs BF16") != NULL, "%s", clef_last_error());
+    }
 
     /* a release that is not there */
     CHECK_EQ_INT(clef_model_load("tests/model/no-such-release", &mp, &model) < 0, 1);

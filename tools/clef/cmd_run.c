@@ -39,7 +39,8 @@ static void run_usage(FILE *out) {
             "                     tokenizer.json)\n"
             "  --record FILE|-    the record as JSON: {\"state\": ..., \"questions\": {...}} plus\n"
             "                     optional \"id\" and \"model\" (docs/cli.md); - reads stdin.\n"
-            "                     Default: stdin, when --questions is not given\n"
+            "                     Default: stdin (when it is not a terminal) if --questions is\n"
+            "                     not given\n"
             "  --questions FILE|- a JSON object of questions {\"id\": {\"type\": ...}, ...};\n"
             "                     the record is then {\"state\": STATE, \"questions\": FILE};\n"
             "                     - reads stdin\n"
@@ -286,6 +287,9 @@ int cmd_run(int argc, char **argv) {
         return usage_error("%s", "give either --record or --questions with --state, not both");
     if (!!questions_path != !!state)
         return usage_error("%s", "--questions and --state go together");
+    if (!record_path && !questions_path && isatty(STDIN_FILENO))
+        return usage_error("%s", "no record: give --record FILE, --questions with --state, or "
+                                 "pipe the record to stdin");
 
     char *request = NULL;
     size_t request_len = 0;
