@@ -1,13 +1,15 @@
 /*
  * bench_cpu_forward.c — time the engine's Qwen3.5 text forward on a release directory:
- * load once, 1 warm-up + RUNS timed forwards over T random tokens, print the median, tokens/s
- * and the process's peak RSS as one JSON line (run.sh puts it in a table next to PyTorch).
+ * load once, 1 warm-up + RUNS timed forwards over T random tokens, print the median wall time,
+ * tokens/s, the median CPU seconds of a forward (all threads) and the process's peak RSS as
+ * one JSON line (run.sh puts it in a table next to PyTorch).
  * Excluded from the time: loading, the warm-up. Included: the whole forward to the final norm.
  * The release is opened and validated with clef_release_open and the backbone loaded with
  * qwen35_load_release, as the engine does.
  *
  *   bench_cpu_forward DIR T RUNS THREADS
  */
+#include "../bench_util.h"
 #include "clef.h"
 #include "model/qwen35.h"
 
@@ -16,15 +18,12 @@
 #include <sys/resource.h>
 #include <time.h>
 
-static double now_s(void) {
+/* CPU seconds of the whole process (all threads): less sensitive than wall time to other
+ * jobs on a shared machine (spin-waiting threads still count). */
+static double cpu_s(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv) {
@@ -62,24 +61,26 @@ int main(int argc, char **argv) {
         ids[t] = (int32_t)((x >> 33) % (uint64_t)vocab);
     }
     int64_t seq[2] = {0, T};
-    double *times = malloc(sizeof(double) * (size_t)runs);
+    double *times = malloc(sizeof(double) * (size_t)runs), *cpu = malloc(sizeof(double) * (size_t)runs);
     for (int i = 0; i <= runs; i++) {
-        double t0 = now_s();
+        double t0 = bench_now_s(), c0 = cpu_s();
         if (qwen35_forward(m, 1, seq, ids) != CLEF_OK) {
             fprintf(stderr, "forward failed: %s\n", clef_last_error());
             return 1;
         }
-        if (i > 0) /* the first run is the warm-up */
-            times[i - 1] = now_s() - t0;
+        if (i > 0) { /* the first run is the warm-up */
+            times[i - 1] = bench_now_s() - t0;
+            cpu[i - 1] = cpu_s() - c0;
+        }
     }
-    qsort(times, (size_t)runs, sizeof(double), cmp_double);
-    double med = runs % 2 ? times[runs / 2] : 0.5 * (times[runs / 2 - 1] + times[runs / 2]);
+    double med = bench_median(times, runs), med_cpu = bench_median(cpu, runs);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("{\"ms\": %.3f, \"tok_s\": %.1f, \"peak_rss\": %lld, \"runs\": %d, \"weight_bytes\": %zu, \"state_bytes\": %zu}\n",
-           med * 1e3, (double)T / med, (long long)ru.ru_maxrss * 1024, runs, qwen35_weight_bytes(m),
+    printf("{\"ms\": %.3f, \"tok_s\": %.1f, \"cpu_s\": %.3f, \"peak_rss\": %lld, \"runs\": %d, \"weight_bytes\": %zu, \"state_bytes\": %zu}\n",
+           med * 1e3, (double)T / med, med_cpu, (long long)ru.ru_maxrss * 1024, runs, qwen35_weight_bytes(m),
            qwen35_state_bytes(m));
     free(times);
+    free(cpu);
     free(ids);
     qwen35_free(m);
     clef_backend_free(be);

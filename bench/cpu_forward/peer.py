@@ -9,7 +9,8 @@ transformers' Qwen3.5 text forward on it.
         load DIR with from_pretrained(dtype=float32) — fp32 math on the BF16 weights, the same
         arithmetic as the engine — then time Qwen3_5Model(input_ids).last_hidden_state over T
         random tokens: 1 warm-up + RUNS timed runs, torch.set_num_threads(THREADS), no grad,
-        eager attention, no cache. Prints one JSON line: median ms, tok/s, peak RSS.
+        eager attention, no cache. Prints one JSON line: median ms, tok/s, median CPU seconds of
+        a forward (all threads), peak RSS.
 Requirements: pip install -r scripts/requirements.txt (make also needs the reference head file,
 located as make_release.py's docstring says).
 """
@@ -45,16 +46,18 @@ def run(model_dir, T, runs, threads):
     model = Qwen3_5ForConditionalGeneration.from_pretrained(model_dir, dtype=torch.float32,
                                                             attn_implementation="eager").eval()
     ids = torch.randint(0, CONFIG["vocab_size"], (1, T), generator=torch.Generator().manual_seed(1))
-    times = []
+    times, cpu = [], []
     with torch.inference_mode():
         for i in range(runs + 1):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             model.model(input_ids=ids, use_cache=False).last_hidden_state
             if i > 0:  # the first run is the warm-up
                 times.append(time.perf_counter() - t0)
+                cpu.append(time.process_time() - c0)
     med = statistics.median(times)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"ms": med * 1e3, "tok_s": T / med, "peak_rss": rss, "runs": runs}))
+    print(json.dumps({"ms": med * 1e3, "tok_s": T / med, "cpu_s": statistics.median(cpu),
+                      "peak_rss": rss, "runs": runs}))
 
 
 if __name__ == "__main__":

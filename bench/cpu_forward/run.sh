@@ -3,8 +3,9 @@
 # 5.17, fp32 math on the same BF16 weights, eager attention, same thread count), in one run,
 # on a mid-size random-weight release (hidden 1024, 8 layers = 6 GDN + 2 attention, MLP 3584,
 # attention 8x256 GQA 4:1, GDN 16 heads of 128, vocab 4096; bench/out/, made on first use).
-# Each side: load once, 1 warm-up, median of RUNS forwards; separate processes, so peak RSS
-# is each side's own (weights + activations + runtime).
+# Each side: load once, 1 warm-up, median of RUNS forwards (wall ms, tokens/s, and CPU seconds
+# of all threads — steadier than wall time when other jobs share the machine); separate
+# processes, so peak RSS is each side's own (weights + activations + runtime).
 #   bench/cpu_forward/run.sh [T=1024] [RUNS=5] [THREADS=nproc] [BUILD=build]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,9 +23,9 @@ import json, sys
 T, runs, threads = sys.argv[1:4]
 ours, peer = json.loads(sys.argv[4]), json.loads(sys.argv[5])
 print(f"cpu_forward: Qwen3.5 text, hidden 1024, 8 layers, {T} tokens, batch 1, {threads} threads, median of {runs} (warm-up and load excluded)")
-print(f"| {'system':<34} | {'ms':>9} | {'tok/s':>8} | {'peak RSS MiB':>12} | {'speed vs torch':>14} |")
-print(f"|{'-'*36}|{'-'*11}|{'-'*10}|{'-'*14}|{'-'*16}|")
+print(f"| {'system':<35} | {'ms':>9} | {'tok/s':>8} | {'CPU s':>7} | {'peak RSS MiB':>12} | {'speed vs torch':>14} |")
+print(f"|{'-'*37}|{'-'*11}|{'-'*10}|{'-'*9}|{'-'*14}|{'-'*16}|")
 for name, r in (("clef cpu (fp32 math, BF16 weights)", ours), ("torch 2.11 + transformers 5.17 fp32", peer)):
-    print(f"| {name:<34} | {r['ms']:9.1f} | {r['tok_s']:8.1f} | {r['peak_rss']/2**20:12.0f} | {peer['ms']/r['ms']:13.2f}x |")
+    print(f"| {name:<35} | {r['ms']:9.1f} | {r['tok_s']:8.1f} | {r['cpu_s']:7.2f} | {r['peak_rss']/2**20:12.0f} | {peer['ms']/r['ms']:13.2f}x |")
 print(json.dumps({"T": int(T), "threads": int(threads), "clef": ours, "torch": peer}))
 PYEOF

@@ -464,7 +464,7 @@ void clef_config_free(clef_release_config *cfg) {
 
 static int parse_json(const char *text, size_t len, const char *file, json_doc **doc) {
     json_error err;
-    json_parse_opts opts = {0, 64};
+    json_parse_opts opts = {.max_depth = 64};
     int rc = json_parse(text, len, &opts, doc, &err);
     if (rc == -2)
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "file '%s': out of memory", file);

@@ -15,6 +15,9 @@
 #include <math.h>
 #include <omp.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
 
 enum { GDN_CHUNK = 64 };
 
@@ -40,6 +43,7 @@ typedef struct gdn_scratch {
     float *vb;     /* [C, dv] beta v */
     float *gc;     /* [C] cumulative log decay inside the chunk */
     float *sys;    /* [C, C] UT system, then intra-chunk attention */
+    float *decay;  /* [C, C] exp(gc_i - gc_j) for j < i (torch: (gc_i - gc_j).tril().exp()) */
     float *u;      /* [C, dv] new values */
     float *w;      /* [C, dk] decayed keys solved through the UT system */
     float *kt;     /* [dk, C] decayed keys, transposed, for the state update */
@@ -48,7 +52,7 @@ typedef struct gdn_scratch {
 
 static size_t scratch_floats(int64_t dk, int64_t dv) {
     int64_t C = GDN_CHUNK, m = dk > dv ? dk : dv;
-    return (size_t)(dk * dv + C * dk * 4 + C * dv * 2 + C + C * C + dk * C + C * m);
+    return (size_t)(dk * dv + C * dk * 4 + C * dv * 2 + C + 2 * C * C + dk * C + C * m);
 }
 
 size_t cpu_gdn_workspace_size(clef_backend *be, const clef_gdn_args *a) {
@@ -67,6 +71,7 @@ static gdn_scratch carve(float *base, int64_t dk, int64_t dv) {
     s.u = base; base += C * dv;
     s.gc = base; base += C;
     s.sys = base; base += C * C;
+    s.decay = base; base += C * C;
     s.kt = base; base += dk * C;
     s.tmp = base;
     (void)m;
@@ -141,6 +146,10 @@ static void gdn_head_chunked(const clef_gdn_args *a, int64_t h, float *S, gdn_sc
             s->gc[i] = cum;
         }
         const cpu_gemm_b kn_t = {CLEF_WTYPE_F32, CPU_GEMM_B_NK, s->kn, dk};
+        /* decays between the chunk's tokens, computed once for steps 3 and 5 */
+        for (int64_t i = 0; i < L; i++)
+            for (int64_t j = 0; j < i; j++)
+                s->decay[i * C + j] = expf(s->gc[i] - s->gc[j]);
         /* 2. UT system: sys = (beta k) k^T * exp(gc_i - gc_j), strictly lower part used */
         cpu_gemm(L, L, dk, s->kb, dk, &kn_t, NULL, s->sys, C, 0, pack);
         /* 3. forward substitution: u_i = vb_i - sum_{j<i} sys_ij u_j;
@@ -152,7 +161,7 @@ static void gdn_head_chunked(const clef_gdn_args *a, int64_t h, float *S, gdn_sc
             for (int64_t d = 0; d < dk; d++)
                 wi[d] = s->kb[i * dk + d] * egi;
             for (int64_t j = 0; j < i; j++) {
-                float lij = s->sys[i * C + j] * expf(s->gc[i] - s->gc[j]);
+                float lij = s->sys[i * C + j] * s->decay[i * C + j];
                 const float *uj = s->u + j * dv, *wj = s->w + j * dk;
                 for (int64_t d = 0; d < dv; d++)
                     ui[d] -= lij * uj[d];
@@ -165,11 +174,15 @@ static void gdn_head_chunked(const clef_gdn_args *a, int64_t h, float *S, gdn_sc
         cpu_gemm(L, dv, dk, s->w, dk, &state_kn, NULL, s->tmp, dv, 0, pack);
         for (int64_t i = 0; i < L * dv; i++)
             s->u[i] -= s->tmp[i];
-        /* 5. intra-chunk attention: sys = (q k^T) * exp(gc_i - gc_j) for j <= i, else 0 */
+        /* 5. intra-chunk attention: sys = (q k^T) * exp(gc_i - gc_j) for j <= i, else 0
+         *    (the diagonal's factor is exp(0) = 1) */
         cpu_gemm(L, L, dk, s->qn, dk, &kn_t, NULL, s->sys, C, 0, pack);
-        for (int64_t i = 0; i < L; i++)
-            for (int64_t j = 0; j < L; j++)
-                s->sys[i * C + j] = j <= i ? s->sys[i * C + j] * expf(s->gc[i] - s->gc[j]) : 0.0f;
+        for (int64_t i = 0; i < L; i++) {
+            for (int64_t j = 0; j < i; j++)
+                s->sys[i * C + j] *= s->decay[i * C + j];
+            for (int64_t j = i + 1; j < L; j++)
+                s->sys[i * C + j] = 0.0f;
+        }
         /* 6. o = (q exp(gc)) S + sys v_new */
         for (int64_t i = 0; i < L; i++) {
             float e = expf(s->gc[i]);
@@ -194,10 +207,33 @@ static void gdn_head_chunked(const clef_gdn_args *a, int64_t h, float *S, gdn_sc
     }
 }
 
+/* Subnormals inside the delta rule. Fast-decaying heads (A = e^A_log up to 16, so
+ * exp(cumulative g) reaches 1e-38 within a few tokens) fill the state, the decay factors
+ * and the decayed keys / queries with subnormal floats, and x86 cores take a microcode assist
+ * on every arithmetic op that reads or makes one: measured ~6x slower delta rule on a
+ * random-init release. Every decay factor here is <= 1 (g <= 0), so a subnormal is only ever
+ * scaled down or added to normal values, and flushing it to zero changes a result by less
+ * than 1.2e-38 in absolute terms — far below fp32 resolution of anything it is added to,
+ * and the parity tests see no change. So the op runs with flush-to-zero and
+ * denormals-are-zero set on its own threads, and restores the caller's MXCSR after. */
+#if defined(__SSE2__)
+enum { MXCSR_FTZ_DAZ = 0x8040 };
+static unsigned flush_subnormals_begin(void) {
+    unsigned saved = _mm_getcsr();
+    _mm_setcsr(saved | MXCSR_FTZ_DAZ);
+    return saved;
+}
+static void flush_subnormals_end(unsigned saved) { _mm_setcsr(saved); }
+#else
+static unsigned flush_subnormals_begin(void) { return 0; }
+static void flush_subnormals_end(unsigned saved) { (void)saved; }
+#endif
+
 void cpu_gdn(clef_backend *be, const clef_gdn_args *a, void *scratch) {
     const size_t per_thread = scratch_floats(a->dk, a->dv);
 #pragma omp parallel num_threads(be->n_threads)
     {
+        unsigned saved_csr = flush_subnormals_begin();
         gdn_scratch s = carve((float *)scratch + (size_t)omp_get_thread_num() * per_thread, a->dk, a->dv);
         float *pack = cpu_thread_pack(be);
 #pragma omp for schedule(dynamic, 1)
@@ -210,5 +246,6 @@ void cpu_gdn(clef_backend *be, const clef_gdn_args *a, void *scratch) {
             else
                 gdn_head_chunked(a, h, S, &s, pack);
         }
+        flush_subnormals_end(saved_csr);
     }
 }
