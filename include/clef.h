@@ -124,6 +124,118 @@ typedef void (*clef_log_callback)(clef_log_level level, const char *text, void *
 /* Route log lines to cb (NULL: the default, which writes WARN and ERROR to stderr). */
 void clef_log_set(clef_log_callback cb, void *user);
 
+/* ==== models and decisions ====================================================================
+ *
+ * A clef_model is a loaded release: weights placed on a backend, the tokenizer, and one
+ * workspace planned at load for the largest record the params allow. Deciding runs the
+ * backbone once over each record (at its own length: a batch is never padded), then the joint
+ * schema head, and returns the SystemOne answer body.
+ *
+ *     clef_model_params mp = clef_model_default_params();
+ *     mp.n_threads = 8;
+ *     clef_model *model = NULL;
+ *     if (clef_model_load("demo/clef-demo", &mp, &model) != CLEF_OK) { ...clef_last_error()... }
+ *     char *answer = NULL;
+ *     if (clef_model_decide(model, request, strlen(request), &answer) != CLEF_OK) { ... }
+ *     puts(answer);                 // {"model":...,"answers":{...},"usage":{...}}
+ *     clef_string_free(answer);
+ *     clef_model_free(model);
+ *
+ * Thread safety: the decide functions may be called from several threads on one model; they
+ * take turns on its workspace (one forward at a time per model). Load one model per
+ * concurrent forward you want.
+ */
+
+typedef struct clef_model clef_model;
+
+/* What to do when a record's prompt is longer than max_length tokens. */
+typedef enum clef_truncation {
+    CLEF_TRUNCATION_TRUNCATE = 0, /* cut the state from its END to fit (the reference encoder's
+                                     behaviour); the cut is reported in usage.truncated_tokens */
+    CLEF_TRUNCATION_REFUSE = 1,   /* refuse the record with CLEF_ERR_REQUEST_TOO_LONG */
+} clef_truncation;
+
+/* Load progress: stage is a static string ("weights", "head", ...); done and total are bytes
+ * (total 0 when unknown). Called on the loading thread. */
+typedef void (*clef_progress_callback)(const char *stage, uint64_t done, uint64_t total,
+                                       void *user);
+
+typedef struct clef_model_params {
+    int32_t n_threads;       /* CPU threads for the forward; 0 = all available */
+    int32_t max_length;      /* tokens per record, prompt included; 0 = 16384 (the reference
+                                default). Sizes the workspace. */
+    int32_t max_questions;   /* questions per record; 0 = 64 (api.md) */
+    int32_t max_options;     /* options per record, all questions together; 0 = 16320
+                                (64 questions x 255 options). Sizes the head's workspace. */
+    clef_truncation truncation; /* default CLEF_TRUNCATION_TRUNCATE */
+    int32_t verify_hashes;   /* 1: check every SHA-256 listed in complete.json (slow); 0: sizes */
+    clef_progress_callback progress; /* NULL: no progress reports */
+    void *progress_user;     /* passed to progress unchanged */
+} clef_model_params;
+
+/* The defaults above (every "0 = ..." field zero). */
+clef_model_params clef_model_default_params(void);
+
+/* Open, validate and load the release in directory dir (see docs/release.md for what is
+ * refused). params may be NULL (defaults). On success *out owns the model (free with
+ * clef_model_free); on failure returns a negative status, clef_last_error() names the file,
+ * tensor or field, and *out is NULL. */
+int clef_model_load(const char *dir, const clef_model_params *params, clef_model **out);
+
+/* Free a model and everything it holds. Accepts NULL. */
+void clef_model_free(clef_model *model);
+
+/* Facts about a loaded model. Strings live until clef_model_free. */
+const char *clef_model_name(const clef_model *model);   /* the release directory's base name */
+int32_t clef_model_max_length(const clef_model *model); /* tokens per record */
+uint64_t clef_model_weight_bytes(const clef_model *model);    /* weights held in memory */
+uint64_t clef_model_workspace_bytes(const clef_model *model); /* workspace planned at load */
+
+/* Decide one request. request_json[0..len) is a SystemOne body or a record (spec/api.md):
+ * {"model"?, "id"?, "state", "questions", "images"?, "videos"?}; a missing "model" is
+ * answered with clef_model_name(). On success *response_json is the SystemOne response body
+ * {"model","answers","usage"} as Python's json.dumps would write it (NUL-terminated, owned by
+ * the caller: free with clef_string_free). On failure returns CLEF_ERR_REQUEST_JSON,
+ * CLEF_ERR_REQUEST_INVALID (the message names the field), CLEF_ERR_REQUEST_TOO_LONG,
+ * CLEF_ERR_UNSUPPORTED (images or videos: not implemented yet) or another negative status;
+ * *response_json is NULL then. */
+int clef_model_decide(clef_model *model, const char *request_json, size_t len,
+                      char **response_json);
+
+/* Decide n requests. Each record runs at its own length and gets exactly the answer it would
+ * get alone. statuses[i] and responses[i] are set for every i (responses[i] NULL where
+ * statuses[i] < 0; the message of the LAST failure is in clef_last_error()). Returns CLEF_OK
+ * when every request succeeded, else the first failing status. */
+int clef_model_decide_batch(clef_model *model, size_t n, const char *const *requests,
+                            const size_t *lens, char **responses, int *statuses);
+
+/* The raw result of one record: logits and probabilities of every option of every question. */
+typedef struct clef_question_result {
+    const char *id;                 /* the question id, as in the request */
+    const char *type;               /* "noul", "choice" or "score" */
+    int32_t n_options;
+    const char *const *option_ids;  /* [n_options] in PRESENTED order: noul true, false;
+                                       choice sorted by id (code points); score "0".."n-1" */
+    const float *logits;            /* [n_options] the head's logits */
+    const float *probabilities;     /* [n_options] softmax of logits */
+} clef_question_result;
+
+typedef struct clef_result {
+    int32_t n_questions;
+    const clef_question_result *questions; /* [n_questions] in request (document) order */
+    int32_t input_tokens;           /* prompt tokens the model read */
+    int32_t truncated_tokens;       /* state tokens cut to fit max_length (0 if none) */
+} clef_result;
+
+/* Like clef_model_decide, but returns the raw numbers. *out is owned by the caller (free with
+ * clef_result_free); every pointer inside it lives until then. On failure *out is NULL. */
+int clef_model_decide_result(clef_model *model, const char *request_json, size_t len,
+                             clef_result **out);
+void clef_result_free(clef_result *result); /* accepts NULL */
+
+/* Free a string returned by libclef. Accepts NULL. */
+void clef_string_free(char *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,5 +7,9 @@ cd "$(dirname "$0")/.."
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)"
 echo
-echo "== clef inspect tests/release/fixtures/bf16-single (a tiny release made by scripts/fixtures)"
-./build/clef inspect tests/release/fixtures/bf16-single
+echo "== ./build/clef run --model demo/clef-demo --record demo/record.json --table"
+echo "   (the demo release has random weights: its answers are meaningless)"
+./build/clef run --model demo/clef-demo --record demo/record.json --table
+echo
+echo "== the same answer as the SystemOne response body"
+./build/clef run --model demo/clef-demo --record demo/record.json

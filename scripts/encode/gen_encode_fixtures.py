@@ -6,8 +6,14 @@ joint_schema_model.py (see oracle.py for where it comes from), run on json.loads
 with two tokenizers that the C side reproduces:
   bytes  every piece becomes the list of its UTF-8 bytes (ids 0..255): needs no tokenizer
          library, so it checks the prompt text, piece order, spans and truncation alone;
-  bpe    tests/encode/fixtures/tokenizer.json (train_test_tokenizer.py) through
-         transformers' PreTrainedTokenizerFast, checked once src/tokenizer is merged.
+  bpe    --tokenizer: a tokenizer.json FILE (default tests/encode/fixtures/tokenizer.json,
+         train_test_tokenizer.py) through transformers' PreTrainedTokenizerFast, the file as
+         is (C: tok_load on the file); or a tokenizer DIRECTORY (tokenizer.json +
+         tokenizer_config.json) through AutoTokenizer.from_pretrained(dir) — what the
+         reference's systemone() uses (processor.tokenizer of AutoProcessor.from_pretrained):
+         for Qwen3.5's `tokenizer_class: Qwen2Tokenizer` transformers 5.17 builds its own
+         pipeline (Qwen2 regex, no \p{M}), not the file's (C: tok_load_dir, the transformers
+         pipeline).
 Per record and tokenizer the fixture holds the max_length used, then either the error the
 reference raised (schema too long) or n_tokens, the SHA-256 of the ids as int32 little
 endian, the number of state tokens cut, and every question and option span.
@@ -16,12 +22,16 @@ Records: generated ones covering every rule (unicode, numbers written in odd way
 duplicate keys, nesting, missing/null/""/object/array/number instructions, noul defaults
 and overrides, choice ids whose code-point order differs from UTF-16 order, null/object/
 array descriptions, 1-64 questions, 2-255 options, 2-10 levels, states cut under small and
-default max_length, schemas too long) and real ones built from public client packages
+default max_length, schemas too long), records whose texts carry combining marks
+(Devanagari, Thai, Arabic harakat, Hebrew niqqud, Bengali, Tamil, decomposed Latin: where
+the Qwen2 and Qwen3.5 pre-tokenizers split differently), and real ones built from public
+client packages
 (clef-router's DEFAULT_QUESTIONS, clef-compactor's build_questions/build_state,
 typesafe-eval's preset YAML files) with their README text as states.
 
 Output: JSON lines {"name", "source", "body", "expect": {"bytes": {...}, "bpe": {...}}}.
 Usage: python3 scripts/encode/gen_encode_fixtures.py --count 1000 --out tests/encode/fixtures/records.jsonl
+       python3 scripts/encode/gen_encode_fixtures.py --tokenizer QWEN_TOKENIZER_DIR --out /tmp/records.jsonl
 """
 import argparse
 import ast
@@ -58,6 +68,10 @@ class ByteTokenizer:
 
 
 def bpe_tokenizer(path):
+    """A directory: AutoTokenizer, as the reference loads a release; a file: the file as is."""
+    if Path(path).is_dir():
+        from transformers import AutoTokenizer
+        return AutoTokenizer.from_pretrained(str(path))
     from transformers import PreTrainedTokenizerFast
     return PreTrainedTokenizerFast(tokenizer_file=str(path))
 
@@ -192,6 +206,53 @@ def long_state_body(rng, index, n_chars):
     return json.dumps({"state": {"log": text, "n": index}, "questions": questions}, ensure_ascii=False)
 
 
+# ---- combining marks ---------------------------------------------------------------------------
+
+# Texts whose letters carry combining marks (\p{M}): transformers' Qwen2Tokenizer splits them
+# from their base letters ([^\r\n\p{L}\p{N}]?\p{L}+), the Qwen3.5 tokenizer.json keeps them
+# together ([\p{L}\p{M}]+). Decomposed Latin is written with explicit U+03xx marks.
+COMBINING_TEXTS = [
+    "नमस्ते", "हिन्दी में लिखा गया अनुरोध", "क्या भुगतान स्वीकृत है?", "प्राथमिकता: उच्च", "कृपया उत्तर दें।",
+    "สวัสดีครับ", "ภาษาไทยมีวรรณยุกต์", "น้ำแข็งที่นี่", "กรุณาตอบคำถามนี้", "เครื่องหมายกำกับเสียง",
+    "بِسْمِ اللَّهِ الرَّحْمَٰنِ الرَّحِيمِ", "اللُّغَةُ العَرَبِيَّةُ", "هَلْ هٰذَا الطَّلَبُ صَحِيحٌ؟", "شُكْرًا جَزِيلًا",
+    "שָׁלוֹם עוֹלָם", "বাংলা ভাষায় লেখা", "தமிழ் மொழி", "ಕನ್ನಡ",
+    "Cafe\u0301 au lait", "nai\u0308ve re\u0301sume\u0301", "Man\u0303ana", "A\u030angstro\u0308m",
+    "Tie\u0302\u0301ng Vie\u0323\u0302t", "e\u0301\u0301\u0301 stacked", "Z\u0327\u0301alg\u0338o",
+    "o\u0308\u0304 ", "\u0301 leading mark", "x\u20dd enclosed", "1\ufe0f\u20e3 keycap",
+]
+
+
+def combining_text(rng, n_max=4):
+    parts = [rng.choice(COMBINING_TEXTS) for _ in range(rng.randint(1, n_max))]
+    return rng.choice([" ", "", ", ", "\n"]).join(parts)
+
+
+def combining_body(rng, index):
+    """A record whose state, instructions, option ids and descriptions carry combining marks."""
+    questions = {}
+    for qi in range(rng.randint(1, 5)):
+        qtype = rng.choice(["noul", "choice", "score"])
+        q = {"type": qtype, "instructions": combining_text(rng)}
+        if qtype == "noul" and rng.random() < 0.5:
+            q["criteria"] = {"true": combining_text(rng, 2), "false": combining_text(rng, 2)}
+        elif qtype == "choice":
+            ids = sorted({rng.choice(COMBINING_TEXTS)[:rng.randint(1, 8)] + str(k)
+                          for k in range(rng.randint(2, 6))})
+            q["criteria"] = {i: rng.choice([combining_text(rng, 2), None, {"note": combining_text(rng, 1)}])
+                             for i in ids}
+        elif qtype == "score":
+            q["criteria"] = [combining_text(rng, 1) for _ in range(rng.randint(2, 5))]
+        questions[f"q{qi}_{rng.choice(['hi', 'th', 'ar', 'lat'])}"] = q
+    k = rng.randrange(3)
+    if k == 0:
+        state = combining_text(rng, 40)
+    elif k == 1:
+        state = {"message": combining_text(rng, 30), "lines": [combining_text(rng, 3) for _ in range(4)]}
+    else:
+        state = [combining_text(rng, 5), {"ʼ": combining_text(rng, 5)}, 1.5]
+    return json.dumps({"state": state, "questions": questions}, ensure_ascii=rng.random() < 0.3)
+
+
 # ---- real records from public client packages ------------------------------------------------
 
 def wheel_metadata_text(requirement):
@@ -307,11 +368,18 @@ def length_chooser(rng):
     return choose
 
 
+def transformers_version():
+    import transformers
+    return transformers.__version__
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--count", type=int, default=1000, help="generated records (real ones come on top)")
     ap.add_argument("--seed", type=int, default=11)
-    ap.add_argument("--tokenizer", default="tests/encode/fixtures/tokenizer.json")
+    ap.add_argument("--marks", type=int, default=60, help="records with combining marks (on top)")
+    ap.add_argument("--tokenizer", default="tests/encode/fixtures/tokenizer.json",
+                    help="tokenizer.json file (as is) or tokenizer directory (AutoTokenizer)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     ref = oracle.load_reference()
@@ -322,6 +390,10 @@ def main():
                 long_state_body(rng, i, n)) for i, n in enumerate([25000, 40000])]
     real = real_bodies()
     bodies += real
+    # After the others, from their own generator: the earlier records stay as they were.
+    marks_rng = random.Random(args.seed * 1000 + 7)
+    bodies += [(f"combining-marks-{i}", "generated (combining marks)", combining_body(marks_rng, i))
+               for i in range(args.marks)]
     counts = {"records": 0, "errors": 0, "truncated": 0}
     with open(args.out, "w", encoding="utf-8") as f:
         for name, source, body in bodies:
@@ -336,6 +408,8 @@ def main():
             f.write(json.dumps({"name": name, "source": source, "body": body, "expect": expect},
                                ensure_ascii=False) + "\n")
     print(f"oracle: {ref.__oracle_path__}")
+    bpe = tokenizers["bpe"]
+    print(f"bpe tokenizer: {args.tokenizer} as {type(bpe).__name__} (transformers {transformers_version()})")
     print(f"wrote {args.out}: {counts['records']} records ({len(real)} real), "
           f"bpe: {counts['truncated']} with the state cut, {counts['errors']} refused (schema too long)")
 

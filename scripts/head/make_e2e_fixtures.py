@@ -3,10 +3,16 @@
 
 Runs the release's reference path — encode_record() + the transformers Qwen3.5 backbone +
 JointSchemaHead, i.e. the reference ClefModel and systemone() of joint_schema_model.py — over a
-set of records on the committed demo release (demo/clef-demo, made by scripts/demo/make_demo.py:
-random weights, real layout, its own tokenizer), and writes tests/model/fixtures/e2e.json:
+set of records on two tiny releases with a tokenizer, and writes one fixture per release:
 
-  {"release": "demo/clef-demo", "max_length": N,
+  tests/model/fixtures/e2e.json          the committed demo release demo/clef-demo (made by
+                                         scripts/demo/make_demo.py: hidden 128, a 4-head head)
+  tests/model/fixtures/e2e_sharded.json  tests/model/fixtures/tiny-sharded, written here with
+                                         scripts/fixtures/make_release.py: hidden 64, BF16
+                                         split into several shards + index, every norm and head
+                                         scalar randomised, the demo's tokenizer
+
+  {"release": "<dir>", "max_length": N,
    "records": [{"name", "request",            the request body decide() receives
                 "ids",                        encode_record()'s input_ids
                 "truncated_tokens",           state tokens encode_record() cut to fit
@@ -24,7 +30,8 @@ The records cover: the demo record; one noul question on a tiny state; ten quest
 type with non-ASCII text, nested state and explicit/absent/empty instructions; a choice with 40
 options and a 10-level score; and a state long enough to be cut to max_length (truncation).
 
-Usage: python3 scripts/head/make_e2e_fixtures.py   (pip install -r scripts/requirements.txt)
+Usage: python3 scripts/head/make_e2e_fixtures.py [--only demo|sharded]
+(pip install -r scripts/requirements.txt)
 """
 
 from __future__ import annotations
@@ -90,18 +97,48 @@ def floats(t: torch.Tensor) -> list[float]:
     return [float(x) for x in t.to(torch.float32).tolist()]
 
 
+SHARDED = "tests/model/fixtures/tiny-sharded"
+
+
+def make_sharded_release() -> None:
+    import os
+    import shutil
+    os.environ.setdefault("CLEF_JOINT_SCHEMA_MODEL", str(oracle.oracle_path()))
+    sys.path.insert(0, str(ROOT / "scripts" / "fixtures"))
+    from make_release import write_release
+
+    out = ROOT / SHARDED
+    if out.exists():
+        shutil.rmtree(out)
+    demo = ROOT / "demo" / "clef-demo"
+    vocab = json.loads((demo / "config.json").read_text())["text_config"]["vocab_size"]
+    write_release(out, text_config={"vocab_size": vocab}, seed=11, randomize_norms=True,
+                  max_shard_size="300KB", tokenizer_dir=demo)
+    # the demo tokenizer's media token ids, as make_demo.py sets them
+    config = json.loads((out / "config.json").read_text())
+    for key in ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id"):
+        config[key] = json.loads((demo / "config.json").read_text())[key]
+    (out / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--release", default="demo/clef-demo")
-    ap.add_argument("--out", default=str(ROOT / "tests" / "model" / "fixtures" / "e2e.json"))
+    ap.add_argument("--only", choices=["demo", "sharded"], help="one fixture (default: both)")
     args = ap.parse_args()
+    if args.only != "sharded":
+        write_fixture("demo/clef-demo", ROOT / "tests" / "model" / "fixtures" / "e2e.json")
+    if args.only != "demo":
+        make_sharded_release()
+        write_fixture(SHARDED, ROOT / "tests" / "model" / "fixtures" / "e2e_sharded.json")
 
+
+def write_fixture(release_rel: str, out_path: Path) -> None:
     from safetensors.torch import load_file
     from transformers import Qwen3_5ForConditionalGeneration
 
     torch.set_num_threads(2)
     mod = oracle.load_oracle()
-    release = ROOT / args.release
+    release = ROOT / release_rel
     tokenizer = hf_tokenizer(release)
     head_cfg = json.loads((release / "joint_head_config.json").read_text())
     head_state = {k: v.float() for k, v in load_file(str(release / "joint_head.safetensors")).items()}
@@ -121,7 +158,7 @@ def main() -> None:
     processor = TextOnlyProcessor()
     processor.tokenizer = tokenizer
 
-    out = {"release": args.release, "max_length": MAX_LENGTH, "records": []}
+    out = {"release": release_rel, "max_length": MAX_LENGTH, "records": []}
     for name, record in records(random.Random(5)):
         request = copy.deepcopy(record)
         encoded = mod.encode_record(tokenizer, request, max_length=MAX_LENGTH)
@@ -130,7 +167,7 @@ def main() -> None:
         with torch.inference_mode():
             logits = exact(batch)[0]
         body = dict(request)
-        body.setdefault("model", Path(args.release).name)
+        body.setdefault("model", Path(release_rel).name)
         answer = mod.systemone(published, processor, body, max_length=MAX_LENGTH)
         out["records"].append({
             "name": name, "request": request, "ids": list(encoded.input_ids),
@@ -138,9 +175,9 @@ def main() -> None:
             "logits": [floats(q) for q in logits],
             "probs": [floats(q.softmax(-1)) for q in logits],
             "answer": answer})
-        print(f"{name}: {len(encoded.input_ids)} tokens, {len(logits)} questions")
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, ensure_ascii=False, indent=1) + "\n")
+        print(f"{release_rel} {name}: {len(encoded.input_ids)} tokens, {len(logits)} questions")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(out, ensure_ascii=False, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
-"""compare_corpus.py — parity of our tokenizer with Hugging Face `tokenizers` (pinned) on a
-corpus of JSON-string lines (make_corpus.py). Prints what was compared (records, UTF-8 bytes,
+"""compare_corpus.py — parity of our tokenizer with a Hugging Face oracle (pinned) on a corpus
+of JSON-string lines (make_corpus.py). Prints what was compared (records, UTF-8 bytes,
 characters, tokens) and either 100% identity or the first differences; exit status 1 on any
 difference.
 
-The oracle is tokenizers.Tokenizer.from_file(tokenizer.json) plus, as transformers does when
-it loads a directory, the tokens of tokenizer_config.json's added_tokens_decoder that the
-tokenizer.json lacks; encode(text, add_special_tokens=False).
+Two references, matching the two pipelines of src/tokenizer (docs/tokenizer.md):
+  --reference tokenizers (default): tokenizers.Tokenizer.from_file(tokenizer.json) plus the
+      tokens of tokenizer_config.json's added_tokens_decoder that the file lacks;
+      encode(text, add_special_tokens=False). Our side runs with --pipeline file.
+  --reference transformers: transformers.AutoTokenizer.from_pretrained(dir) — what the Clef
+      reference encode_record uses — and tokenizer(text, add_special_tokens=False).input_ids.
+      Our side runs with --pipeline transformers.
 
 Usage: python3 scripts/tokenizer/compare_corpus.py --tool build/tests/tokenizer/tok_encode_lines
          --tokenizer-dir ~/.cache/clef/tokenizers/qwen-3.5 --corpus corpus.jsonl
+         [--reference tokenizers|transformers]
          [--write-expected ids.txt]   (writes the oracle's ids, one line per record)
 """
 import argparse
@@ -44,11 +49,41 @@ def load_oracle(d):
     return tok
 
 
+class TransformersOracle:
+    """AutoTokenizer as encode_record calls it: tokenizer(text, add_special_tokens=False)."""
+
+    def __init__(self, d):
+        from transformers import AutoTokenizer
+        self.tok = AutoTokenizer.from_pretrained(d)
+        self.name = "transformers %s (%s)" % (__import__("transformers").__version__, type(self.tok).__name__)
+
+    def encode_all(self, texts):
+        # A list call goes through the same backend encode as one call per text, in batches.
+        out = []
+        for i in range(0, len(texts), 512):
+            out.extend(self.tok(texts[i:i + 512], add_special_tokens=False).input_ids)
+        return out
+
+
+class TokenizersOracle:
+    def __init__(self, d):
+        self.tok = load_oracle(d)
+        self.name = "tokenizers %s" % __import__("tokenizers").__version__
+
+    def encode_all(self, texts):
+        return [e.ids for e in self.tok.encode_batch(texts, add_special_tokens=False)]
+
+
+def make_oracle(reference, d):
+    return TransformersOracle(d) if reference == "transformers" else TokenizersOracle(d)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tool", required=True)
     ap.add_argument("--tokenizer-dir", required=True)
     ap.add_argument("--corpus", required=True)
+    ap.add_argument("--reference", choices=["tokenizers", "transformers"], default="tokenizers")
     ap.add_argument("--write-expected")
     ap.add_argument("--show", type=int, default=5, help="differences to print")
     args = ap.parse_args()
@@ -58,14 +93,15 @@ def main():
     if lines and lines[-1] == "":
         lines.pop()
     texts = [json.loads(l) for l in lines]
-    oracle = load_oracle(args.tokenizer_dir)
-    expected = [e.ids for e in oracle.encode_batch(texts, add_special_tokens=False)]
+    oracle = make_oracle(args.reference, args.tokenizer_dir)
+    expected = oracle.encode_all(texts)
     if args.write_expected:
         with open(args.write_expected, "w") as f:
             for ids in expected:
                 f.write(" ".join(map(str, ids)) + "\n")
 
-    cmd = [args.tool, os.path.join(args.tokenizer_dir, "tokenizer.json")]
+    cmd = [args.tool, os.path.join(args.tokenizer_dir, "tokenizer.json"), "--pipeline",
+           "transformers" if args.reference == "transformers" else "file"]
     cfg = os.path.join(args.tokenizer_dir, "tokenizer_config.json")
     if os.path.exists(cfg):
         cmd += ["--config", cfg]
@@ -92,11 +128,11 @@ def main():
                     k += 1
             print("DIFF record %d (%d chars): %r" % (i, len(t), t[:200]))
             print("  first difference at token %d" % k)
-            print("  tokenizers: %s" % exp[max(0, k - 3):k + 8])
-            print("  clef:       %s" % (got if got_ids is None else got_ids[max(0, k - 3):k + 8]))
+            print("  reference: %s" % exp[max(0, k - 3):k + 8])
+            print("  clef:      %s" % (got if got_ids is None else got_ids[max(0, k - 3):k + 8]))
     name = os.path.basename(os.path.normpath(args.tokenizer_dir))
-    print("%s: compared %d records, %d UTF-8 bytes, %d characters, %d tokens (tokenizers %s)"
-          % (name, len(texts), n_bytes, n_chars, n_tokens, __import__("tokenizers").__version__))
+    print("%s: compared %d records, %d UTF-8 bytes, %d characters, %d tokens (%s)"
+          % (name, len(texts), n_bytes, n_chars, n_tokens, oracle.name))
     if diffs:
         print("%s: %d of %d records differ" % (name, diffs, len(texts)))
         return 1

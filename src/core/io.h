@@ -19,7 +19,9 @@ typedef struct clef_file {
 
 /* Open path read-only; fails with CLEF_ERR_FILE_MISSING if absent, CLEF_ERR_IO otherwise. */
 int clef_file_open(clef_file *f, const char *path);
-void clef_file_close(clef_file *f); /* accepts a closed or zeroed file */
+/* Accepts NULL and a closed file (fd -1: what clef_file_open leaves on failure and close
+ * leaves behind). Not a zeroed struct: fd 0 is a real descriptor (stdin). */
+void clef_file_close(clef_file *f);
 
 /* Read exactly len bytes at offset into dst; a short file is CLEF_ERR_ST_TRUNCATED. */
 int clef_file_pread(const clef_file *f, void *dst, size_t len, uint64_t offset);

@@ -25,8 +25,19 @@ double clef_python_round(double x, int ndigits) {
     return strtod(buf, NULL);
 }
 
+/* Append repr(round(x, 4)). For |x| < 1e11 the shortest repr of the rounded double is the
+ * "%.4f" text itself without trailing zeros (keeping one decimal): that text reads back to
+ * it by construction, and any shorter decimal is at least 1e-4 away, far beyond an ulp. So
+ * one printf replaces the round-then-shortest-search; larger values take the general path. */
 static void append_rounded(clef_strbuf *out, double x) {
-    char buf[JSON_DOUBLE_BUF];
+    char buf[400];
+    if (isfinite(x) && fabs(x) < 1e11) {
+        int n = snprintf(buf, sizeof buf, "%.4f", x);
+        while (n > 0 && buf[n - 1] == '0' && buf[n - 2] != '.')
+            n--;
+        clef_strbuf_append(out, buf, (size_t)n);
+        return;
+    }
     json_format_double(clef_python_round(x, 4), buf);
     clef_strbuf_append_str(out, buf);
 }

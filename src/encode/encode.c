@@ -133,14 +133,6 @@ typedef struct encoder {
     clef_encoded_record *out; /* question spans filled relative to the schema start */
 } encoder;
 
-/* The id buffers are filled by the tokenize callback, which grows them with realloc as
- * tok_encode does; released here like tok_ids_free (which this file will call once the
- * tokenizer module is merged, so that encode links without it meanwhile). */
-static void release_ids(tok_ids *ids) {
-    free(ids->ids);
-    memset(ids, 0, sizeof *ids);
-}
-
 static int32_t schema_length(const encoder *e) { return (int32_t)e->schema.count; }
 
 static int encode_piece(void *ctx, clef_piece_role role, int32_t q, int32_t o, const char *text,
@@ -266,10 +258,10 @@ oom:
 fail:
     clef_encoded_record_free(out);
 done:
-    release_ids(&e.prefix);
-    release_ids(&e.state);
-    release_ids(&e.schema);
-    release_ids(&e.suffix);
-    release_ids(&media);
+    tok_ids_free(&e.prefix);
+    tok_ids_free(&e.state);
+    tok_ids_free(&e.schema);
+    tok_ids_free(&e.suffix);
+    tok_ids_free(&media);
     return status;
 }

@@ -146,6 +146,9 @@ static void field_error(validator *v, int status, const char *type, const char *
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* A long id or model name cut by the buffer may end inside a UTF-8 sequence; the
+     * message goes into JSON error bodies, so keep only the valid prefix. */
+    msg[clef_utf8_check((const unsigned char *)msg, strlen(msg))] = '\0';
     clef_field_error *fe = &e->items[e->count];
     fe->loc = loc_json(v);
     fe->path = loc_dotted(v);
@@ -214,7 +217,7 @@ static void check_description(validator *v, const json_value *d) {
 static void check_question_id(validator *v, const char *id, size_t len) {
     const clef_request_limits *l = v->limits;
     if (len == 0 || count_code_points(id, len) > (size_t)l->max_id_chars) {
-        field_error(v, CLEF_ERR_REQUEST_INVALID, "string_too_long",
+        field_error(v, CLEF_ERR_REQUEST_INVALID, len == 0 ? "string_too_short" : "string_too_long",
                     "question id must have 1 to %d characters, got %zu", (int)l->max_id_chars,
                     count_code_points(id, len));
         return;
@@ -251,7 +254,7 @@ static void check_choice_criteria(validator *v, const json_value *criteria) {
         push_key(v, m->key, m->key_len);
         size_t chars = count_code_points(m->key, m->key_len);
         if (chars == 0 || chars > (size_t)l->max_id_chars)
-            field_error(v, CLEF_ERR_REQUEST_INVALID, "string_too_long",
+            field_error(v, CLEF_ERR_REQUEST_INVALID, chars == 0 ? "string_too_short" : "string_too_long",
                         "option id must have 1 to %d characters, got %zu", (int)l->max_id_chars, chars);
         check_description(v, m->value);
         pop(v);
@@ -290,7 +293,9 @@ static void check_noul_criteria(validator *v, const json_value *criteria) {
     for (size_t i = 0; i < criteria->u.obj.count; i++) {
         const json_member *m = &criteria->u.obj.members[i];
         push_key(v, m->key, m->key_len);
-        if (strcmp(m->key, "true") != 0 && strcmp(m->key, "false") != 0)
+        int is_true = m->key_len == 4 && memcmp(m->key, "true", 4) == 0;
+        int is_false = m->key_len == 5 && memcmp(m->key, "false", 5) == 0;
+        if (!is_true && !is_false)
             field_error(v, CLEF_ERR_REQUEST_INVALID, "extra_forbidden",
                         "noul criteria may only describe \"true\" and \"false\"");
         else

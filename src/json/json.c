@@ -63,13 +63,12 @@ const json_value *json_doc_root(const json_doc *doc) { return doc ? doc->root : 
 
 /* ---- parser state --------------------------------------------------------------------- */
 
-enum { PARSE_SYNTAX = -1, PARSE_NOMEM = -2 };
-
 typedef struct parser {
     const unsigned char *s;
     size_t len, pos;
     int depth, max_depth;
     int allow_nonfinite;
+    int reject_duplicate_keys;
     json_doc *doc;
     json_error *err;
     int status;
@@ -95,15 +94,20 @@ static int fail_at(parser *p, size_t at, int status, const char *fmt, ...) {
         }
         p->err->line = line;
         p->err->column = col;
+        p->err->depth = p->depth;
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(p->err->msg, sizeof p->err->msg, fmt, ap);
         va_end(ap);
+        /* A quoted key cut by %.40s or by the buffer may end inside a UTF-8 sequence;
+         * messages travel in JSON error bodies, so keep only the valid prefix. */
+        size_t n = strlen(p->err->msg);
+        p->err->msg[clef_utf8_check((const unsigned char *)p->err->msg, n)] = '\0';
     }
     return status;
 }
 
-static int nomem(parser *p) { return fail_at(p, p->pos, PARSE_NOMEM, "out of memory"); }
+static int nomem(parser *p) { return fail_at(p, p->pos, JSON_PARSE_NOMEM, "out of memory"); }
 
 static void skip_ws(parser *p) {
     while (p->pos < p->len) {
@@ -177,7 +181,7 @@ static int parse_string_raw(parser *p, const char **out, size_t *out_len) {
     size_t n = 0;
     for (;;) {
         if (p->pos >= p->len)
-            return fail_at(p, start, PARSE_SYNTAX, "unterminated string");
+            return fail_at(p, start, JSON_PARSE_SYNTAX, "unterminated string");
         unsigned char c = p->s[p->pos];
         if (!scratch_reserve(p, n + 4))
             return nomem(p);
@@ -186,10 +190,10 @@ static int parse_string_raw(parser *p, const char **out, size_t *out_len) {
             break;
         }
         if (c < 0x20)
-            return fail_at(p, p->pos, PARSE_SYNTAX, "control character 0x%02x in string", c);
+            return fail_at(p, p->pos, JSON_PARSE_SYNTAX, "control character 0x%02x in string", c);
         if (c == '\\') {
             if (p->pos + 1 >= p->len)
-                return fail_at(p, p->pos, PARSE_SYNTAX, "unterminated escape");
+                return fail_at(p, p->pos, JSON_PARSE_SYNTAX, "unterminated escape");
             unsigned char e = p->s[p->pos + 1];
             p->pos += 2;
             switch (e) {
@@ -204,7 +208,7 @@ static int parse_string_raw(parser *p, const char **out, size_t *out_len) {
             case 'u': {
                 uint32_t cp;
                 if (!hex4(p, p->pos, &cp))
-                    return fail_at(p, p->pos - 2, PARSE_SYNTAX, "invalid \\u escape");
+                    return fail_at(p, p->pos - 2, JSON_PARSE_SYNTAX, "invalid \\u escape");
                 p->pos += 4;
                 if (cp >= 0xd800 && cp <= 0xdbff) {
                     uint32_t lo;
@@ -213,12 +217,12 @@ static int parse_string_raw(parser *p, const char **out, size_t *out_len) {
                         p->pos += 6;
                         cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
                     } else {
-                        return fail_at(p, p->pos - 6, PARSE_SYNTAX,
+                        return fail_at(p, p->pos - 6, JSON_PARSE_SYNTAX,
                                        "lone surrogate \\u%04X in string (not encodable as UTF-8)",
                                        (unsigned)cp);
                     }
                 } else if (cp >= 0xdc00 && cp <= 0xdfff) {
-                    return fail_at(p, p->pos - 6, PARSE_SYNTAX,
+                    return fail_at(p, p->pos - 6, JSON_PARSE_SYNTAX,
                                    "lone surrogate \\u%04X in string (not encodable as UTF-8)",
                                    (unsigned)cp);
                 }
@@ -226,7 +230,7 @@ static int parse_string_raw(parser *p, const char **out, size_t *out_len) {
                 break;
             }
             default:
-                return fail_at(p, p->pos - 2, PARSE_SYNTAX, "invalid escape '\\%c'",
+                return fail_at(p, p->pos - 2, JSON_PARSE_SYNTAX, "invalid escape '\\%c'",
                                e >= 0x20 && e < 0x7f ? e : '?');
             }
             continue;
@@ -239,7 +243,7 @@ static int parse_string_raw(parser *p, const char **out, size_t *out_len) {
         uint32_t cp;
         size_t k = clef_utf8_decode(p->s + p->pos, p->len - p->pos, &cp);
         if (k == 0)
-            return fail_at(p, p->pos, PARSE_SYNTAX, "invalid UTF-8 in string");
+            return fail_at(p, p->pos, JSON_PARSE_SYNTAX, "invalid UTF-8 in string");
         memcpy(p->scratch + n, p->s + p->pos, k);
         n += k;
         p->pos += k;
@@ -269,7 +273,7 @@ static json_value *parse_number(parser *p) {
         kind = JSON_NUMBER_NONFINITE;
     } else {
         if (i >= p->len || !is_digit(p->s[i])) {
-            fail_at(p, start, PARSE_SYNTAX, "invalid number");
+            fail_at(p, start, JSON_PARSE_SYNTAX, "invalid number");
             return NULL;
         }
         if (p->s[i] == '0') {
@@ -281,7 +285,7 @@ static json_value *parse_number(parser *p) {
         if (i < p->len && p->s[i] == '.') {
             i++;
             if (i >= p->len || !is_digit(p->s[i])) {
-                fail_at(p, start, PARSE_SYNTAX, "invalid number: digit expected after '.'");
+                fail_at(p, start, JSON_PARSE_SYNTAX, "invalid number: digit expected after '.'");
                 return NULL;
             }
             while (i < p->len && is_digit(p->s[i]))
@@ -293,7 +297,7 @@ static json_value *parse_number(parser *p) {
             if (i < p->len && (p->s[i] == '+' || p->s[i] == '-'))
                 i++;
             if (i >= p->len || !is_digit(p->s[i])) {
-                fail_at(p, start, PARSE_SYNTAX, "invalid number: digit expected in exponent");
+                fail_at(p, start, JSON_PARSE_SYNTAX, "invalid number: digit expected in exponent");
                 return NULL;
             }
             while (i < p->len && is_digit(p->s[i]))
@@ -305,7 +309,7 @@ static json_value *parse_number(parser *p) {
     size_t digits = n - (p->s[start] == '-');
     if (kind == JSON_NUMBER_INTEGER && digits > JSON_PARSE_INT_MAX_DIGITS) {
         /* Python's json.loads raises ValueError here (int string conversion limit). */
-        fail_at(p, start, PARSE_SYNTAX,
+        fail_at(p, start, JSON_PARSE_SYNTAX,
                 "integer of %zu digits exceeds Python's limit of %d digits", digits,
                 JSON_PARSE_INT_MAX_DIGITS);
         return NULL;
@@ -380,7 +384,7 @@ static json_value *parse_array(parser *p) {
                 p->pos++;
                 break;
             }
-            fail_at(p, p->pos, PARSE_SYNTAX, "expected ',' or ']' in array opened at offset %zu",
+            fail_at(p, p->pos, JSON_PARSE_SYNTAX, "expected ',' or ']' in array opened at offset %zu",
                     start);
             goto out;
         }
@@ -412,11 +416,38 @@ static uint64_t hash_key(const char *k, size_t n) {
     return h;
 }
 
-/* Python dict semantics: a repeated key keeps its first position and takes the last value. */
-static int merge_duplicates(json_member *m, size_t *count) {
+/* Length of the longest prefix of key[0..len) that is at most cap bytes, holds no NUL and
+ * ends on a UTF-8 boundary: what a message can quote of it. */
+static size_t quotable_len(const char *key, size_t len, size_t cap) {
+    size_t n = len < cap ? len : cap;
+    const char *nul = memchr(key, '\0', n);
+    if (nul)
+        n = (size_t)(nul - key);
+    return clef_utf8_check((const unsigned char *)key, n);
+}
+
+/* reject_duplicate_keys: member i repeats member first. */
+static int fail_duplicate(parser *p, const json_member *m, size_t i, size_t first,
+                          const size_t *key_at) {
+    int quoted = (int)quotable_len(m[i].key, m[i].key_len, 100);
+    int rc = fail_at(p, key_at[i], JSON_PARSE_DUPLICATE_KEY,
+                     "duplicate key \"%.*s\" (first at offset %zu)", quoted, m[i].key,
+                     key_at[first]);
+    if (p->err && p->status == JSON_PARSE_DUPLICATE_KEY) {
+        size_t n = quotable_len(m[i].key, m[i].key_len, sizeof p->err->key - 1);
+        memcpy(p->err->key, m[i].key, n);
+        p->err->key[n] = '\0';
+    }
+    return rc;
+}
+
+/* Python dict semantics: a repeated key keeps its first position and takes the last value.
+ * With reject_duplicate_keys the first repeat (in document order) is an error instead;
+ * key_at[i] is member i's key offset (only gathered in that mode). Returns 0 or a status. */
+static int merge_duplicates(parser *p, json_member *m, size_t *count, const size_t *key_at) {
     size_t n = *count;
     if (n < 2)
-        return 1;
+        return 0;
     size_t cap = 16;
     while (cap < 2 * n)
         cap *= 2;
@@ -425,11 +456,11 @@ static int merge_duplicates(json_member *m, size_t *count) {
     if (!slots || !drop) {
         free(slots);
         free(drop);
-        return 0;
+        return nomem(p);
     }
     memset(slots, 0, cap * sizeof *slots);
-    int any = 0;
-    for (size_t i = 0; i < n; i++) {
+    int any = 0, rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
         size_t s = (size_t)hash_key(m[i].key, m[i].key_len) & (cap - 1);
         for (;;) {
             if (slots[s] == 0) {
@@ -438,6 +469,10 @@ static int merge_duplicates(json_member *m, size_t *count) {
             }
             json_member *o = &m[slots[s] - 1];
             if (o->key_len == m[i].key_len && memcmp(o->key, m[i].key, o->key_len) == 0) {
+                if (p->reject_duplicate_keys) {
+                    rc = fail_duplicate(p, m, i, slots[s] - 1, key_at);
+                    break;
+                }
                 o->value = m[i].value;
                 drop[i] = 1;
                 any = 1;
@@ -446,7 +481,7 @@ static int merge_duplicates(json_member *m, size_t *count) {
             s = (s + 1) & (cap - 1);
         }
     }
-    if (any) {
+    if (any && rc == 0) {
         size_t w = 0;
         for (size_t i = 0; i < n; i++)
             if (!drop[i])
@@ -455,13 +490,14 @@ static int merge_duplicates(json_member *m, size_t *count) {
     }
     free(slots);
     free(drop);
-    return 1;
+    return rc;
 }
 
 static json_value *parse_object(parser *p) {
     size_t start = p->pos;
     p->pos++; /* { */
     vec members = {NULL, 0, 0, sizeof(json_member)};
+    vec key_at = {NULL, 0, 0, sizeof(size_t)}; /* key offsets, for duplicate errors */
     json_value *v = NULL;
     skip_ws(p);
     if (p->pos < p->len && p->s[p->pos] == '}') {
@@ -470,16 +506,21 @@ static json_value *parse_object(parser *p) {
         for (;;) {
             skip_ws(p);
             if (p->pos >= p->len || p->s[p->pos] != '"') {
-                fail_at(p, p->pos, PARSE_SYNTAX, "expected a string key in object opened at offset %zu",
+                fail_at(p, p->pos, JSON_PARSE_SYNTAX, "expected a string key in object opened at offset %zu",
                         start);
                 goto out;
             }
             json_member m;
+            size_t key_start = p->pos;
+            if (p->reject_duplicate_keys && !vec_push(&key_at, &key_start)) {
+                nomem(p);
+                goto out;
+            }
             if (parse_string_raw(p, &m.key, &m.key_len) != 0)
                 goto out;
             skip_ws(p);
             if (p->pos >= p->len || p->s[p->pos] != ':') {
-                fail_at(p, p->pos, PARSE_SYNTAX, "expected ':' after key \"%.40s\"", m.key);
+                fail_at(p, p->pos, JSON_PARSE_SYNTAX, "expected ':' after key \"%.40s\"", m.key);
                 goto out;
             }
             p->pos++;
@@ -499,15 +540,13 @@ static json_value *parse_object(parser *p) {
                 p->pos++;
                 break;
             }
-            fail_at(p, p->pos, PARSE_SYNTAX, "expected ',' or '}' in object opened at offset %zu",
+            fail_at(p, p->pos, JSON_PARSE_SYNTAX, "expected ',' or '}' in object opened at offset %zu",
                     start);
             goto out;
         }
     }
-    if (!merge_duplicates(members.items, &members.count)) {
-        nomem(p);
+    if (merge_duplicates(p, members.items, &members.count, key_at.items) != 0)
         goto out;
-    }
     v = new_value(p, JSON_OBJECT);
     if (!v)
         goto out;
@@ -523,13 +562,14 @@ static json_value *parse_object(parser *p) {
     v->u.obj.count = members.count;
 out:
     free(members.items);
+    free(key_at.items);
     return v;
 }
 
 static json_value *parse_value(parser *p) {
     skip_ws(p);
     if (p->pos >= p->len) {
-        fail_at(p, p->pos, PARSE_SYNTAX, "unexpected end of input");
+        fail_at(p, p->pos, JSON_PARSE_SYNTAX, "unexpected end of input");
         return NULL;
     }
     unsigned char c = p->s[p->pos];
@@ -538,7 +578,7 @@ static json_value *parse_value(parser *p) {
     case '{':
     case '[':
         if (++p->depth > p->max_depth) {
-            fail_at(p, p->pos, PARSE_SYNTAX, "nesting deeper than %d", p->max_depth);
+            fail_at(p, p->pos, JSON_PARSE_SYNTAX, "nesting deeper than %d", p->max_depth);
             return NULL;
         }
         v = c == '{' ? parse_object(p) : parse_array(p);
@@ -585,7 +625,7 @@ static json_value *parse_value(parser *p) {
             return parse_number(p);
         break;
     }
-    fail_at(p, p->pos, PARSE_SYNTAX, "unexpected character '%c'",
+    fail_at(p, p->pos, JSON_PARSE_SYNTAX, "unexpected character '%c'",
             c >= 0x20 && c < 0x7f ? (char)c : '?');
     return NULL;
 }
@@ -601,20 +641,21 @@ int json_parse(const char *text, size_t len, const json_parse_opts *opts, json_d
     p.len = len;
     p.max_depth = opts && opts->max_depth > 0 ? opts->max_depth : 256;
     p.allow_nonfinite = opts ? opts->allow_nonfinite : 0;
+    p.reject_duplicate_keys = opts ? opts->reject_duplicate_keys : 0;
     p.err = err;
     p.doc = calloc(1, sizeof *p.doc);
     if (!p.doc)
-        return PARSE_NOMEM;
+        return JSON_PARSE_NOMEM;
     json_value *root = parse_value(&p);
     if (root) {
         skip_ws(&p);
         if (p.pos != p.len)
-            fail_at(&p, p.pos, PARSE_SYNTAX, "extra data after the JSON value");
+            fail_at(&p, p.pos, JSON_PARSE_SYNTAX, "extra data after the JSON value");
     }
     free(p.scratch);
     if (p.status != 0 || !root) {
         json_doc_free(p.doc);
-        return p.status ? p.status : PARSE_SYNTAX;
+        return p.status ? p.status : JSON_PARSE_SYNTAX;
     }
     p.doc->root = root;
     *out = p.doc;

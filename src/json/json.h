@@ -16,6 +16,14 @@
  * when a later duplicate key would replace the value. Nesting deeper than max_depth is
  * refused (no stack overflow on hostile input). All nodes of a document live in one arena,
  * freed by json_doc_free.
+ *
+ * Duplicate keys: merged as Python does by default (request bodies must read exactly as the
+ * reference reads them). With json_parse_opts.reject_duplicate_keys a repeated key in any
+ * one object is an error instead (JSON_PARSE_DUPLICATE_KEY, naming the key) — for formats
+ * where a repeat is damage, not data: a safetensors header listing one tensor twice. The
+ * check runs when the object closes, so an error inside a later member of that object is
+ * reported first, as Python's `object_pairs_hook` would; everything else is identical in
+ * both modes (fuzz/fuzz_json.c checks that).
  */
 #ifndef CLEF_JSON_JSON_H
 #define CLEF_JSON_JSON_H
@@ -77,18 +85,31 @@ struct json_value {
 typedef struct json_doc json_doc;
 
 typedef struct json_parse_opts {
-    int allow_nonfinite;  /* accept NaN/Infinity/-Infinity literals (default 0) */
-    int max_depth;        /* nesting limit; 0 = 256 */
+    int allow_nonfinite;       /* accept NaN/Infinity/-Infinity literals (default 0) */
+    int max_depth;             /* nesting limit; 0 = 256 */
+    int reject_duplicate_keys; /* a key repeated in one object fails the parse with
+                                  JSON_PARSE_DUPLICATE_KEY (default 0: merged, Python's way) */
 } json_parse_opts;
 
+/* json_parse's failures (0 = success). */
+enum {
+    JSON_PARSE_SYNTAX = -1,        /* not JSON (or past a limit: depth, integer digits) */
+    JSON_PARSE_NOMEM = -2,         /* out of memory */
+    JSON_PARSE_DUPLICATE_KEY = -3, /* reject_duplicate_keys only: see json_error.key */
+};
+
 typedef struct json_error {
-    size_t offset;        /* byte offset of the problem */
+    size_t offset;        /* byte offset of the problem (a duplicate: its second occurrence) */
     int line, column;     /* 1-based */
+    int depth;            /* containers open at the problem: 1 = directly inside the root
+                             object/array (a duplicate key of the root object has depth 1) */
+    char key[128];        /* JSON_PARSE_DUPLICATE_KEY: the repeated key, decoded, cut at a
+                             NUL byte or on a UTF-8 boundary to fit; "" for other errors */
     char msg[160];
 } json_error;
 
 /* Parse text[0..len). On success *out owns the tree (root: json_doc_root). On failure
- * returns a negative status (-1 syntax, -2 out of memory) and fills *err if given. */
+ * returns a JSON_PARSE_* status and fills *err if given. */
 int json_parse(const char *text, size_t len, const json_parse_opts *opts, json_doc **out,
                json_error *err);
 void json_doc_free(json_doc *doc); /* accepts NULL */

@@ -56,14 +56,26 @@ static uint64_t pow10_u64(int n) {
     return p;
 }
 
+/* 1 when x's significand is a power of two: its gap below is half its gap above, so the
+ * interval of decimals that read back as x is lopsided. Elsewhere it is symmetric and the
+ * nearest p-digit decimal is the only p-digit candidate worth trying. */
+static int is_power_of_two_significand(double x) {
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    return (bits & ((UINT64_C(1) << 52) - 1)) == 0 && (bits >> 52 & 0x7ff) > 1;
+}
+
 /* The shortest decimal that reads back as x (x finite, > 0). */
 static decimal shortest_decimal(double x) {
     char buf[48];
+    int lopsided = is_power_of_two_significand(x);
     for (int precision = 1; precision <= 17; precision++) {
         snprintf(buf, sizeof buf, "%.*e", precision - 1, x);
         decimal nearest = decimal_from_e(buf);
         if (decimal_value(&nearest) == x)
             return nearest;
+        if (!lopsided)
+            continue;
         /* Lopsided interval at a power of two: one neighbour may still round to x. */
         decimal up = nearest, down = nearest;
         up.digits++;

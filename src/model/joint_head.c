@@ -98,8 +98,10 @@ typedef struct head_workspace {
     float *residual;      /* (R)     scorer output */
     float *scores;        /* (O)     option . field scores of one question */
     float *weights;       /* (O)     their softmax */
-    double *acc;          /* (D)     double accumulator of span sums (in acc_space) */
-    float *acc_space;     /* (2D)    */
+    double *acc;          /* (C, D)  double accumulators of span sums (in acc_space) */
+    float *acc_space;     /* (2CD)   */
+    int32_t *row_owner;   /* (R)     which span a gathered row of `rows` belongs to */
+    float *row_owner_space; /* (R)   */
     void *attn_scratch;   /* attention workspace */
 } head_workspace;
 
@@ -406,7 +408,8 @@ static int plan_workspace(clef_joint_head *h) {
         {&ws->fields_qkv, 3 * Q * W}, {&ws->base_fields, Q * W}, {&ws->summaries, Q * W},
         {&ws->global_vec, W},       {&ws->ff_hidden, R * (F > W ? F : W)},
         {&ws->features, R * 4 * W}, {&ws->residual, R},          {&ws->scores, O},
-        {&ws->weights, O},          {&ws->acc_space, 2 * D},
+        {&ws->weights, O},          {&ws->acc_space, 2 * C * D},
+        {&ws->row_owner_space, R},
     };
     size_t n_plan = sizeof plan / sizeof plan[0];
     /* one allocation, each array 64-byte aligned inside it */
@@ -425,7 +428,8 @@ static int plan_workspace(clef_joint_head *h) {
         off += ((size_t)plan[i].n * sizeof(float) + 63) & ~(size_t)63;
     }
     ws->attn_scratch = base + off;
-    ws->acc = (double *)(void *)ws->acc_space; /* 64-byte aligned, 2D floats = D doubles */
+    ws->acc = (double *)(void *)ws->acc_space; /* 64-byte aligned, 2CD floats = CD doubles */
+    ws->row_owner = (int32_t *)(void *)ws->row_owner_space; /* only ever used as int32 */
     h->workspace_bytes = total + scratch;
     return CLEF_OK;
 }
@@ -537,26 +541,44 @@ static void feedforward(clef_joint_head *h, const head_norm *norm, const head_li
     }
 }
 
-/* dst[D] = mean over the rows of span of LayerNorm_hidden(hidden), accumulated in double.
- * The rows are normalised CLEF_HEAD_FF_CHUNK at a time into ws->rows, so no [T, D] copy of
- * the normalised hidden states ever exists. */
-static void span_mean(clef_joint_head *h, const float *hidden, int64_t ld_hidden, clef_span span,
-                      float *dst) {
+/* dst[i, :D] = mean over the rows of spans[i] of LayerNorm_hidden(hidden), i < n <=
+ * CLEF_HEAD_OPTION_CHUNK, accumulated in double. The rows of all n spans are gathered
+ * CLEF_HEAD_FF_CHUNK at a time into ws->rows and normalised by one layernorm call, so a
+ * record with many short spans costs few op calls and no [T, D] copy of the normalised hidden
+ * states ever exists. */
+static void span_means(clef_joint_head *h, const float *hidden, int64_t ld_hidden,
+                       const clef_span *spans, int64_t n, float *dst) {
     const int64_t D = h->cfg.hidden_size;
     double *acc = h->ws.acc;
-    for (int64_t j = 0; j < D; j++)
+    float *rows = h->ws.rows;
+    int32_t *owner = h->ws.row_owner;
+    for (int64_t j = 0; j < n * D; j++)
         acc[j] = 0.0;
-    for (int64_t r0 = span.begin; r0 < span.end; r0 += CLEF_HEAD_FF_CHUNK) {
-        int64_t rows = span.end - r0 < CLEF_HEAD_FF_CHUNK ? span.end - r0 : CLEF_HEAD_FF_CHUNK;
-        layernorm(h, rows, D, hidden + r0 * ld_hidden, ld_hidden, &h->w.hidden_norm, h->ws.rows,
-                  D);
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t j = 0; j < D; j++)
-                acc[j] += h->ws.rows[r * D + j];
+    int64_t k = 0;
+    for (int64_t i = 0; i <= n; i++) {
+        for (int64_t t = i < n ? spans[i].begin : 0; i < n && t < spans[i].end; t++) {
+            memcpy(rows + k * D, hidden + t * ld_hidden, (size_t)D * sizeof(float));
+            owner[k++] = (int32_t)i;
+            if (k < CLEF_HEAD_FF_CHUNK)
+                continue;
+            layernorm(h, k, D, rows, D, &h->w.hidden_norm, rows, D);
+            for (int64_t r = 0; r < k; r++)
+                for (int64_t j = 0; j < D; j++)
+                    acc[owner[r] * D + j] += rows[r * D + j];
+            k = 0;
+        }
+        if (i == n && k) { /* the last, partial gather */
+            layernorm(h, k, D, rows, D, &h->w.hidden_norm, rows, D);
+            for (int64_t r = 0; r < k; r++)
+                for (int64_t j = 0; j < D; j++)
+                    acc[owner[r] * D + j] += rows[r * D + j];
+        }
     }
-    double inv = 1.0 / (double)(span.end - span.begin);
-    for (int64_t j = 0; j < D; j++)
-        dst[j] = (float)(acc[j] * inv);
+    for (int64_t i = 0; i < n; i++) {
+        double inv = 1.0 / (double)(spans[i].end - spans[i].begin);
+        for (int64_t j = 0; j < D; j++)
+            dst[i * D + j] = (float)(acc[i * D + j] * inv);
+    }
 }
 
 static double dot_d(const float *a, const float *b, int64_t n) {
@@ -643,7 +665,6 @@ int clef_joint_head_forward(clef_joint_head *h, const float *hidden, int64_t ld_
     const head_workspace *ws = &h->ws;
     const int64_t D = h->cfg.hidden_size, W = h->cfg.width, T = rec->n_tokens,
                   Q = rec->n_questions;
-    double *acc = ws->acc;
 
     /* 1. normalized_hidden = self.hidden_norm(hidden_states);
      *    memory = self.memory_projection(sequence_hidden), R rows at a time;
@@ -659,9 +680,16 @@ int clef_joint_head_forward(clef_joint_head *h, const float *hidden, int64_t ld_
 
     /* 2. question_vectors = mean over each instruction span; the prior's anchor
      *    normalize(question_vector + global_vector) */
+    clef_span spans[CLEF_HEAD_OPTION_CHUNK];
+    for (int64_t q0 = 0; q0 < Q; q0 += CLEF_HEAD_OPTION_CHUNK) {
+        int64_t n = Q - q0 < CLEF_HEAD_OPTION_CHUNK ? Q - q0 : CLEF_HEAD_OPTION_CHUNK;
+        for (int64_t i = 0; i < n; i++)
+            spans[i] = rec->questions[q0 + i].instruction;
+        span_means(h, hidden, ld_hidden, spans, n, ws->question_vec + q0 * D);
+    }
     for (int64_t q = 0; q < Q; q++) {
-        float *qv = ws->question_vec + q * D, *anchor = ws->anchor + q * D;
-        span_mean(h, hidden, ld_hidden, rec->questions[q].instruction, qv);
+        const float *qv = ws->question_vec + q * D;
+        float *anchor = ws->anchor + q * D;
         for (int64_t j = 0; j < D; j++)
             anchor[j] = qv[j] + global[j];
         double nrm = norm_d(anchor, D);
@@ -677,43 +705,46 @@ int clef_joint_head_forward(clef_joint_head *h, const float *hidden, int64_t ld_
      *    lm_head rows of its token ids; query = W_ctx context + W_lex lexical + W_optq qv;
      *    prior = prior_scale * normalize(lexical) . anchor */
     const float prior_scale = expf(fminf(w->prior_logit_scale, (float)log(100.0)));
+    int64_t chunk_q[CLEF_HEAD_OPTION_CHUNK];
     int64_t chunk_n = 0, chunk_first = 0, opt = 0;
+    double *lex_acc = ws->acc; /* span_means is done with it when the lexical sums start */
     for (int64_t q = 0; q < Q; q++) {
-        const clef_encoded_question *Qn = &rec->questions[q];
-        for (int32_t o = 0; o < Qn->n_options; o++, opt++) {
-            clef_span s = Qn->options[o];
-            float *ctx = ws->option_ctx + chunk_n * D, *lex = ws->option_lex + chunk_n * D;
-            span_mean(h, hidden, ld_hidden, s, ctx);
-            for (int64_t j = 0; j < D; j++)
-                acc[j] = 0.0;
-            for (int32_t t = s.begin; t < s.end; t++) {
-                if ((st = lm->read_row(lm->ctx, rec->ids[t], ws->lm_row)))
-                    goto out;
+        for (int32_t o = 0; o < rec->questions[q].n_options; o++, opt++) {
+            spans[chunk_n] = rec->questions[q].options[o];
+            chunk_q[chunk_n++] = q;
+            if (chunk_n < CLEF_HEAD_OPTION_CHUNK && opt + 1 < O)
+                continue;
+            span_means(h, hidden, ld_hidden, spans, chunk_n, ws->option_ctx);
+            for (int64_t i = 0; i < chunk_n; i++) {
+                clef_span sp = spans[i];
+                float *lex = ws->option_lex + i * D;
                 for (int64_t j = 0; j < D; j++)
-                    acc[j] += ws->lm_row[j];
+                    lex_acc[j] = 0.0;
+                for (int32_t t = sp.begin; t < sp.end; t++) {
+                    if ((st = lm->read_row(lm->ctx, rec->ids[t], ws->lm_row)))
+                        return st;
+                    for (int64_t j = 0; j < D; j++)
+                        lex_acc[j] += ws->lm_row[j];
+                }
+                for (int64_t j = 0; j < D; j++)
+                    lex[j] = (float)(lex_acc[j] / (double)(sp.end - sp.begin));
+                double ln = norm_d(lex, D);
+                ws->prior[chunk_first + i] =
+                    prior_scale * (float)(dot_d(lex, ws->anchor + chunk_q[i] * D, D) /
+                                          (ln > HEAD_NORMALIZE_EPS ? ln : HEAD_NORMALIZE_EPS));
             }
-            for (int64_t j = 0; j < D; j++)
-                lex[j] = (float)(acc[j] / (double)(s.end - s.begin));
-            double ln = norm_d(lex, D);
-            ws->prior[opt] = prior_scale * (float)(dot_d(lex, ws->anchor + q * D, D) /
-                                                   (ln > HEAD_NORMALIZE_EPS ? ln
-                                                                            : HEAD_NORMALIZE_EPS));
-            chunk_n++;
-            if (chunk_n == CLEF_HEAD_OPTION_CHUNK || opt + 1 == O) {
-                float *x = ws->options + chunk_first * W;
-                clef_matmul(h->be, chunk_n, ws->option_ctx, D, &w->option_context_projection,
-                            NULL, x, W, 0);
-                clef_matmul(h->be, chunk_n, ws->option_lex, D, &w->option_lexical_projection,
-                            NULL, x, W, 1);
-                chunk_first += chunk_n;
-                chunk_n = 0;
-            }
+            float *x = ws->options + chunk_first * W;
+            clef_matmul(h->be, chunk_n, ws->option_ctx, D, &w->option_context_projection, NULL,
+                        x, W, 0);
+            clef_matmul(h->be, chunk_n, ws->option_lex, D, &w->option_lexical_projection, NULL,
+                        x, W, 1);
+            for (int64_t i = 0; i < chunk_n; i++) /* + option_question_projection(qv) */
+                for (int64_t j = 0; j < W; j++)
+                    x[i * W + j] += ws->question_opt[chunk_q[i] * W + j];
+            chunk_first += chunk_n;
+            chunk_n = 0;
         }
     }
-    for (int64_t q = 0, o0 = 0; q < Q; o0 += rec->questions[q].n_options, q++)
-        for (int32_t o = 0; o < rec->questions[q].n_options; o++)
-            clef_add(h->be, W, ws->options + (o0 + o) * W, ws->question_opt + q * W,
-                     ws->options + (o0 + o) * W);
 
     /* 4. evidence routing over the memory:
      *    x = x + attention(query_norm(x), memory_norm(M), memory_norm(M));
@@ -821,6 +852,5 @@ int clef_joint_head_forward(clef_joint_head *h, const float *hidden, int64_t ld_
     if (probs)
         for (int64_t q = 0, o0 = 0; q < Q; o0 += rec->questions[q].n_options, q++)
             softmax_d(ws->prior + o0, rec->questions[q].n_options, probs + o0);
-out:
-    return st;
+    return CLEF_OK;
 }

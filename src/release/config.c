@@ -224,12 +224,13 @@ static int parse_text(const char *file, const json_value *root, clef_text_config
         rc = clef_fail(CLEF_ERR_CONFIG_INVALID, FIELD_FMT " must be positive",
                        FIELD_ARGS(&c, "rms_norm_eps"));
     if (rc == CLEF_OK) {
-        /* The composite config's flag wins (that is what transformers ties on). */
+        /* transformers ties lm_head to the embeddings on the composite config's flag (default
+         * false); text_config's own copy must still be a boolean when present. */
         int tied_text;
         rc = get_bool(&c, text, "tie_word_embeddings", 0, &tied_text);
         field_ctx top = {file, ""};
         if (rc == CLEF_OK)
-            rc = get_bool(&top, root, "tie_word_embeddings", tied_text, &t->tie_word_embeddings);
+            rc = get_bool(&top, root, "tie_word_embeddings", 0, &t->tie_word_embeddings);
     }
     if (rc == CLEF_OK)
         rc = parse_rope(&c, text, t);
@@ -463,7 +464,7 @@ void clef_config_free(clef_release_config *cfg) {
 
 static int parse_json(const char *text, size_t len, const char *file, json_doc **doc) {
     json_error err;
-    json_parse_opts opts = {0, 64};
+    json_parse_opts opts = {.max_depth = 64};
     int rc = json_parse(text, len, &opts, doc, &err);
     if (rc == -2)
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "file '%s': out of memory", file);

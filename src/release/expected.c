@@ -97,7 +97,9 @@ static void linear(builder *b, int quantizable, int64_t out, int64_t in, const c
     if (m == CLEF_QUANT_BNB_NF4) {
         int64_t blocks = ceil_div(n, 64);
         add(b, BIT(CLEF_DTYPE_U8), 0, CLEF_CHECK_NONE, SHAPE((n + 1) / 2, 1), "%s", w);
-        int absmax_dt = b->lookup(b->user, (snprintf(w, sizeof w, "%s.weight.absmax", p), w));
+        char absmax[480];
+        snprintf(absmax, sizeof absmax, "%s.weight.absmax", p);
+        int absmax_dt = b->lookup(b->user, absmax);
         if (absmax_dt == CLEF_DTYPE_F32) { /* no double quantization: absmax are the scales */
             add(b, BIT(CLEF_DTYPE_F32), 0, CLEF_CHECK_SCALE, SHAPE(blocks), "%s.weight.absmax", p);
         } else {

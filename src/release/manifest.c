@@ -35,7 +35,7 @@ static int is_sha256_hex(const char *s) {
 int clef_manifest_parse(const char *text, size_t len, const char *file, clef_manifest *out) {
     memset(out, 0, sizeof *out);
     json_error err;
-    json_parse_opts opts = {0, 64};
+    json_parse_opts opts = {.max_depth = 64};
     int prc = json_parse(text, len, &opts, &out->doc, &err);
     if (prc == -2)
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "file '%s': out of memory", file);

@@ -1,5 +1,7 @@
 /*
- * path.c — keep release file names inside the release directory (see path.h).
+ * path.c — keep release file names inside the release directory (see path.h), with the one
+ * exception of the Hugging Face hub cache layout, whose snapshot files are symlinks into the
+ * repository's blob store.
  */
 #include "release/path.h"
 
@@ -10,6 +12,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Any "..", "." or empty component, or a leading '/', or a backslash (a Windows-style
  * separator would mean something else on another platform) is refused outright. */
@@ -27,6 +30,32 @@ static int name_is_plain(const char *name) {
             p++;
     }
     return 1;
+}
+
+/* The Hugging Face hub cache (huggingface_hub's `snapshot_download` without `local_dir`)
+ * stores a revision as <repo>/snapshots/<rev>/<name> -> ../../blobs/<sha>. When the release
+ * directory's real path is <repo>/snapshots/<rev>, a name whose real path is a regular file
+ * directly inside <repo>/blobs/ stays within the same downloaded repository: accept it.
+ * Both paths are realpath()s, so no "..", "." or symlink can fake the prefixes. */
+static int is_hf_cache_blob(const char *dir_real, const char *real) {
+    const char *rev = strrchr(dir_real, '/');
+    if (!rev || rev == dir_real || rev[1] == '\0')
+        return 0; /* "/" or "/<rev>": no room for <repo>/snapshots */
+    static const char snapshots[] = "/snapshots";
+    size_t n_snap = sizeof snapshots - 1;
+    size_t repo_len = (size_t)(rev - dir_real);
+    if (repo_len < n_snap || memcmp(rev - n_snap, snapshots, n_snap) != 0)
+        return 0;
+    repo_len -= n_snap; /* dir_real[0..repo_len) is <repo> ("" for the root directory) */
+    static const char blobs[] = "/blobs/";
+    size_t n_blobs = sizeof blobs - 1;
+    if (strncmp(real, dir_real, repo_len) != 0 || strncmp(real + repo_len, blobs, n_blobs) != 0)
+        return 0;
+    const char *blob = real + repo_len + n_blobs;
+    if (!blob[0] || strchr(blob, '/'))
+        return 0; /* the blob store is flat */
+    struct stat st;
+    return stat(real, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 int clef_release_resolve(const char *dir, const char *dir_real, const char *name,
@@ -57,7 +86,7 @@ int clef_release_resolve(const char *dir, const char *dir_real, const char *name
     }
     size_t n = strlen(dir_real);
     int inside = strncmp(real, dir_real, n) == 0 && (real[n] == '/' || (n == 1 && dir_real[0] == '/'));
-    if (!inside) {
+    if (!inside && !is_hf_cache_blob(dir_real, real)) {
         int rc = clef_fail(CLEF_ERR_SHARD_PATH,
                            "file '%s' names '%s', which resolves to '%s' outside the release "
                            "directory '%s' (symlink out)",

@@ -2,7 +2,8 @@
  * path.h — resolving a file name found inside a release (index shard names, complete.json
  * paths) without ever leaving the release directory: no absolute names, no ".." component,
  * and after resolving symlinks (realpath) the file must still lie under the directory's own
- * real path.
+ * real path — or, when that real path is <repo>/snapshots/<rev> (the Hugging Face hub cache),
+ * be a regular file directly in <repo>/blobs/.
  */
 #ifndef CLEF_RELEASE_PATH_H
 #define CLEF_RELEASE_PATH_H

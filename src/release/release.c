@@ -64,6 +64,7 @@ struct clef_release {
     clef_release_problem *problems; /* message owned */
     size_t n_problems;
     clef_release_summary summary;
+    int problems_oom;               /* a problem could not be recorded: fail the open */
 };
 
 clef_release_opts clef_release_default_opts(void) {
@@ -93,16 +94,21 @@ static int read_small(const clef_release *rel, const char *name, char **text, si
     return rc;
 }
 
-/* Record the current error message as a problem. Returns status. */
+/* Record the current error message as a problem. Returns status; if memory runs out the
+ * problem is lost and rel->problems_oom makes the open fail. */
 static int add_problem(clef_release *rel, int status) {
     clef_release_problem *p = realloc(rel->problems, (rel->n_problems + 1) * sizeof *p);
-    if (!p)
-        return CLEF_ERR_OUT_OF_MEMORY;
+    if (!p) {
+        rel->problems_oom = 1;
+        return status;
+    }
     rel->problems = p;
     p[rel->n_problems].status = status;
     p[rel->n_problems].message = strdup(clef_last_error());
-    if (!p[rel->n_problems].message)
-        return CLEF_ERR_OUT_OF_MEMORY;
+    if (!p[rel->n_problems].message) {
+        rel->problems_oom = 1;
+        return status;
+    }
     rel->n_problems++;
     return status;
 }
@@ -357,6 +363,8 @@ static int check_values(clef_release *rel, const clef_tensor_info *t, const clef
     return rc;
 }
 
+/* Record every model-level problem (missing, dtype, shape, values, unexpected) on rel.
+ * Returns CLEF_OK, or a hard failure (out of memory, I/O) that stops the open. */
 static int check_model(clef_release *rel, const clef_release_opts *opts) {
     clef_expected_list list;
     int rc = clef_expected_build(&rel->config, lookup_dtype, rel, &list);
@@ -368,23 +376,24 @@ static int check_model(clef_release *rel, const clef_release_opts *opts) {
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory");
     }
     char want[128], got[128];
-    for (size_t k = 0; k < list.count && rc != CLEF_ERR_OUT_OF_MEMORY; k++) {
+    int hard = CLEF_OK; /* out of memory or I/O: stop */
+    for (size_t k = 0; k < list.count && hard == CLEF_OK; k++) {
         const clef_expected_tensor *e = &list.items[k];
         const clef_tensor_info *t = clef_release_find(rel, e->name);
         if (!t) {
             if (!e->optional)
-                rc = problem(rel, CLEF_ERR_TENSOR_MISSING,
-                             "tensor '%s' is needed by the model but no file of release '%s' has it",
-                             e->name, rel->dir);
+                problem(rel, CLEF_ERR_TENSOR_MISSING,
+                        "tensor '%s' is needed by the model but no file of release '%s' has it",
+                        e->name, rel->dir);
             continue;
         }
         known[t - rel->tensors] = 1;
         const char *file = rel->files[t->file].name;
         if (!(e->dtype_mask & (1u << t->dtype))) {
             clef_dtype_mask_str(e->dtype_mask, want, sizeof want);
-            rc = problem(rel, CLEF_ERR_TENSOR_DTYPE,
-                         "file '%s': tensor '%s' is %s; its role allows %s", file, t->stored_name,
-                         clef_dtype_name(t->dtype), want);
+            problem(rel, CLEF_ERR_TENSOR_DTYPE,
+                    "file '%s': tensor '%s' is %s; its role allows %s", file, t->stored_name,
+                    clef_dtype_name(t->dtype), want);
             continue;
         }
         if (!shape_matches(t, e)) {
@@ -393,32 +402,32 @@ static int check_model(clef_release *rel, const clef_release_opts *opts) {
                 shape_str(e->shape, e->n_dims, want, sizeof want);
             else
                 snprintf(want, sizeof want, "%s", e->n_dims == CLEF_SHAPE_SCALAR ? "[] or [1]" : "1-D");
-            rc = problem(rel, CLEF_ERR_TENSOR_SHAPE,
-                         "file '%s': tensor '%s' has shape %s, config says %s", file, t->stored_name,
-                         got, want);
+            problem(rel, CLEF_ERR_TENSOR_SHAPE,
+                    "file '%s': tensor '%s' has shape %s, config says %s", file, t->stored_name,
+                    got, want);
             continue;
         }
         int vrc = check_values(rel, t, e);
         if (vrc == CLEF_ERR_OUT_OF_MEMORY || vrc == CLEF_ERR_IO || vrc == CLEF_ERR_ST_TRUNCATED)
-            rc = vrc;
+            hard = vrc;
         else if (vrc != CLEF_OK)
-            rc = add_problem(rel, vrc);
+            add_problem(rel, vrc);
     }
-    for (size_t i = 0; i < rel->n_tensors && rc != CLEF_ERR_OUT_OF_MEMORY; i++) {
+    for (size_t i = 0; i < rel->n_tensors && hard == CLEF_OK; i++) {
         if (known[i])
             continue;
         const clef_tensor_info *t = &rel->tensors[i];
         rel->summary.n_unknown++;
-        rc = problem(rel, CLEF_ERR_TENSOR_UNEXPECTED,
-                     "file '%s': tensor '%s' is not one the model knows%s",
-                     rel->files[t->file].name, t->stored_name,
-                     opts->allow_unknown_tensors ? " (allowed)" : "");
-        if (opts->allow_unknown_tensors)
-            rc = CLEF_OK;
+        problem(rel, CLEF_ERR_TENSOR_UNEXPECTED,
+                "file '%s': tensor '%s' is not one the model knows%s",
+                rel->files[t->file].name, t->stored_name,
+                opts->allow_unknown_tensors ? " (allowed)" : "");
     }
     free(known);
     clef_expected_free(&list);
-    return rc;
+    if (hard == CLEF_OK && rel->problems_oom)
+        hard = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory recording the release's problems");
+    return hard;
 }
 
 /* ---- open / free ----------------------------------------------------------------------------- */
@@ -480,8 +489,7 @@ static int open_steps(clef_release *rel, const clef_release_opts *opts) {
     rel->summary.has_tokenizer_config = file_exists(rel->dir, "tokenizer_config.json");
     if (opts->skip_model_checks)
         return CLEF_OK;
-    rc = check_model(rel, opts);
-    if (rc == CLEF_ERR_OUT_OF_MEMORY || rc == CLEF_ERR_IO || rc == CLEF_ERR_ST_TRUNCATED)
+    if ((rc = check_model(rel, opts)) != CLEF_OK)
         return rc;
     if (rel->n_problems > 0 && !opts->keep_going) {
         /* Report the first problem, with a count of the others. */
@@ -611,4 +619,21 @@ int clef_release_read(const clef_release *rel, const clef_tensor_info *t, void *
     if (t->n_bytes > SIZE_MAX)
         return clef_fail(CLEF_ERR_INVALID_ARG, "tensor '%s' is too large for this platform", t->name);
     return clef_file_pread(&rel->files[t->file].file, dst, (size_t)t->n_bytes, t->offset);
+}
+
+int clef_release_map(const clef_release *rel, const clef_tensor_info *t, clef_tensor_map *out) {
+    if (!out)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_release_map: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!rel || !t || t->file < 0 || (size_t)t->file >= rel->n_files || t->n_bytes > SIZE_MAX)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_release_map: bad arguments");
+    return clef_file_map(&rel->files[t->file].file, t->offset, (size_t)t->n_bytes, &out->base,
+                         &out->map_len, &out->data);
+}
+
+void clef_release_unmap(clef_tensor_map *m) {
+    if (!m)
+        return;
+    clef_file_unmap(m->base, m->map_len);
+    memset(m, 0, sizeof *m);
 }

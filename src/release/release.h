@@ -175,6 +175,17 @@ uint64_t clef_release_file_size(const clef_release *rel, size_t i);
  * its final place. */
 int clef_release_read(const clef_release *rel, const clef_tensor_info *t, void *dst);
 
+/* A tensor's bytes mapped read-only (no copy at all: for weights used in place, e.g. the CPU
+ * backend's BF16 matrices). data is valid until clef_release_unmap; the mapping outlives
+ * neither the release nor its files. */
+typedef struct clef_tensor_map {
+    const void *data;   /* t->n_bytes bytes */
+    void *base;         /* page-aligned mapping, for unmap */
+    size_t map_len;
+} clef_tensor_map;
+int clef_release_map(const clef_release *rel, const clef_tensor_info *t, clef_tensor_map *out);
+void clef_release_unmap(clef_tensor_map *m); /* accepts a zeroed map */
+
 /* The directory the release was opened from. */
 const char *clef_release_dir(const clef_release *rel);
 

@@ -2,10 +2,11 @@
  * safetensors.c — parse and check one safetensors header (see safetensors.h).
  *
  * Order of checks (each failure names the file and, when there is one, the tensor):
- * header length vs file size and ST_HEADER_MAX; JSON syntax; a top-level object; per tensor
- * the three fields and their types, dtype known, shape sane, span == elements * dtype size;
- * then over all tensors sorted by offset: no overlap, no hole, the last tensor ends where
- * the data area ends (shorter: the file is truncated).
+ * header length vs file size and ST_HEADER_MAX; JSON syntax; no key twice in one object (a
+ * tensor listed twice: ST_DUPLICATE_TENSOR; a repeated field or __metadata__ key: schema);
+ * a top-level object; per tensor the three fields and their types, dtype known, shape sane,
+ * span == elements * dtype size; then over all tensors sorted by offset: no overlap, no
+ * hole, the last tensor ends where the data area ends (shorter: the file is truncated).
  */
 #include "release/safetensors.h"
 
@@ -188,12 +189,23 @@ int st_header_parse(const char *json, size_t len, uint64_t data_size, const char
     out->data_size = data_size;
     out->data_start = 8 + (uint64_t)len;
     json_error jerr;
-    json_parse_opts popts = {0, 64};
+    /* A name listed twice is damage (which entry is the tensor?), not Python-style data:
+     * refuse it rather than let the last entry win and its twin's bytes become a "hole". */
+    json_parse_opts popts = {.max_depth = 64, .reject_duplicate_keys = 1};
     int prc = json_parse(json, len, &popts, &out->doc, &jerr);
     if (prc != 0) {
-        if (prc == -2)
+        if (prc == JSON_PARSE_NOMEM)
             return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "file '%s': out of memory parsing its header",
                              file);
+        if (prc == JSON_PARSE_DUPLICATE_KEY && jerr.depth == 1 && strcmp(jerr.key, "__metadata__") != 0)
+            return clef_fail(CLEF_ERR_ST_DUPLICATE_TENSOR,
+                             "file '%s': tensor '%s' is listed twice in the header (line %d column "
+                             "%d)",
+                             file, jerr.key, jerr.line, jerr.column);
+        if (prc == JSON_PARSE_DUPLICATE_KEY)
+            return clef_fail(CLEF_ERR_ST_HEADER_SCHEMA,
+                             "file '%s': header has a %s at line %d column %d", file, jerr.msg,
+                             jerr.line, jerr.column);
         return clef_fail(CLEF_ERR_ST_HEADER_JSON,
                          "file '%s': header is not valid JSON: %s at line %d column %d", file,
                          jerr.msg, jerr.line, jerr.column);

@@ -45,7 +45,7 @@ static int check_nf4_state(const clef_tensor_info *t, const void *data,
                            const clef_expected_tensor *e, const char *file) {
     json_doc *doc = NULL;
     json_error err;
-    json_parse_opts opts = {0, 16};
+    json_parse_opts opts = {.max_depth = 16};
     if (json_parse(data, (size_t)t->n_bytes, &opts, &doc, &err) != 0)
         return clef_fail(CLEF_ERR_QUANT_CONFIG,
                          "file '%s': tensor '%s' is not the UTF-8 JSON quant_state of "

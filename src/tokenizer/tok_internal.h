@@ -121,9 +121,12 @@ typedef struct tok_cache_shard tok_cache_shard;
 struct tok_tokenizer {
     char *path;                 /* tokenizer.json, for messages */
     int normalize_nfc;          /* normalizer NFC (else none) */
+    size_t model_vocab_count;   /* entries of model.vocab (`tokenizers`' BPE get_vocab_size) */
+    size_t max_added_id;        /* largest id of an added token (when added_count > 0) */
 
     /* vocabulary: id -> token string (as in the file), and the reverse maps */
     size_t vocab_size;          /* max id + 1, added tokens included */
+    size_t id_cap;              /* allocated entries of id_to_token (>= vocab_size) */
     char **id_to_token;         /* NULL for an unused id */
     uint32_t *id_to_token_len;
     tok_strmap token_to_id;     /* model vocab + added tokens, by file string */
@@ -151,9 +154,50 @@ extern const uint16_t tok_byte_to_char[256];
 /* Byte of a byte-level char, or -1 if c is not one of the 256. */
 int tok_char_to_byte(uint32_t c);
 
-/* tok_load.c: fills tok (path set, rest zeroed) from the parsed tokenizer.json. */
+/* tok_load.c: fills tok (path set, rest zeroed) from the parsed tokenizer.json, reading
+ * config_path (tokenizer_config.json, may be NULL) and building the given pipeline. */
 struct json_value;
-int tok_load_json(tok_tokenizer *tok, const struct json_value *root, const char *config_path);
+int tok_load_json(tok_tokenizer *tok, const struct json_value *root, const char *config_path,
+                  tok_pipeline pipeline);
+
+/* An added token's declaration (content not owned). */
+typedef struct tok_token_spec {
+    const char *content;
+    size_t content_len;
+    int special, normalized, lstrip, rstrip, single_word;
+} tok_token_spec;
+
+/* Reads {"content", "special", "normalized", "lstrip", "rstrip", "single_word"} with the
+ * defaults of an AddedToken (normalized = !special, the rest false); file/where name it. */
+int tok_token_spec_from_json(const char *file, const struct json_value *t, const char *where,
+                             tok_token_spec *out);
+/* Adds an added token with this id (refusing an id that clashes with the vocabulary). cap
+ * is the allocated length of tok->added. */
+int tok_add_token(tok_tokenizer *tok, const tok_token_spec *spec, int32_t id, const char *file,
+                  const char *where, size_t *cap);
+/* tokenizer.json's "added_tokens", each at its id. */
+int tok_load_file_added(tok_tokenizer *tok, const struct json_value *list, size_t *cap);
+/* A key of added_tokens_decoder as an id. */
+int tok_config_token_id(const char *config_path, const char *key, int32_t *id);
+
+/* tok_transformers.c: what transformers 5.17's AutoTokenizer builds. */
+typedef enum tok_tf_class {
+    TOK_TF_FILE,     /* TokenizersBackend / PreTrainedTokenizerFast: tokenizer.json as is */
+    TOK_TF_QWEN2,    /* Qwen2Tokenizer: its own NFC + Qwen2 Split + ByteLevel */
+    TOK_TF_QWEN3_5,  /* Qwen3_5Tokenizer: its own NFC + Qwen3.5 Split (\p{M}) + ByteLevel */
+} tok_tf_class;
+/* The class for tokenizer_config.json's tokenizer_class (config may be NULL: no config
+ * file); an unknown class -> CLEF_ERR_TOKENIZER_UNSUPPORTED naming it. */
+int tok_tf_resolve_class(const struct json_value *config, const char *config_path, tok_tf_class *out);
+/* Normalizer and pre-tokenizer of a class that builds its own (QWEN2, QWEN3_5). */
+int tok_tf_class_pipeline(tok_tokenizer *tok, tok_tf_class cls, int add_prefix_space);
+/* The added tokens transformers ends up with, after the model is loaded. */
+int tok_tf_add_tokens(tok_tokenizer *tok, tok_tf_class cls, const struct json_value *root,
+                      const struct json_value *config, const char *config_path, size_t *cap);
+
+/* tok_regex.c: regex with \s \S \p{..} \P{..} written out as Unicode 16 ranges (malloc'd,
+ * NUL-terminated). Returns 0, or -1 out of memory. */
+int tok_regex_expand_classes(const char *re, size_t len, char **out, size_t *out_len);
 
 /* tok_pretok.c */
 int tok_pretok_compile_split(tok_split *s, const char *regex, size_t regex_len, int literal,

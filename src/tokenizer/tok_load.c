@@ -11,6 +11,11 @@
  * merges as "a b" or ["a", "b"], ignore_merges; no dropout, no prefixes/suffixes);
  * added_tokens with all their flags; decoder null | ByteLevel; post_processor ignored
  * (encode never adds special tokens); truncation and padding must be null.
+ *
+ * Which sections are read depends on the pipeline (tokenizer.h): TOK_PIPELINE_FILE reads
+ * them all; TOK_PIPELINE_TRANSFORMERS asks tok_transformers.c which tokenizer_class
+ * transformers would build, and for a class with its own pipeline reads only the model's
+ * vocab and merges here.
  */
 #include "tokenizer/tok_internal.h"
 
@@ -180,46 +185,53 @@ static long byte_level_to_bytes(const char *s, size_t len, char *dst) {
 }
 
 static int set_token(tok_tokenizer *tok, int32_t id, const char *s, size_t len) {
-    if ((size_t)id >= tok->vocab_size) {
-        size_t n = (size_t)id + 1;
+    if ((size_t)id >= tok->id_cap) { /* grow geometrically: ids mostly arrive in order */
+        size_t n = (size_t)id + 1 > tok->id_cap * 2 ? (size_t)id + 1 : tok->id_cap * 2;
         char **t = realloc(tok->id_to_token, n * sizeof *t);
         if (!t) return -1;
         tok->id_to_token = t;
         uint32_t *l = realloc(tok->id_to_token_len, n * sizeof *l);
         if (!l) return -1;
         tok->id_to_token_len = l;
-        for (size_t i = tok->vocab_size; i < n; i++) {
+        for (size_t i = tok->id_cap; i < n; i++) {
             t[i] = NULL;
             l[i] = 0;
         }
-        tok->vocab_size = n;
+        tok->id_cap = n;
     }
+    if ((size_t)id >= tok->vocab_size) tok->vocab_size = (size_t)id + 1;
     tok->id_to_token[id] = (char *)s;
     tok->id_to_token_len[id] = (uint32_t)len;
     return 0;
 }
 
-static int load_model(tok_tokenizer *tok, const json_value *m) {
+/* vocab_and_merges_only: a transformers tokenizer class that builds its own BPE from the
+ * file's vocab and merges (dropout, unk_token, prefixes, byte_fallback, ignore_merges all
+ * off, whatever the file says). */
+static int load_model(tok_tokenizer *tok, const json_value *m, int vocab_and_merges_only) {
     const char *path = tok->path;
     if (!m || m->type != JSON_OBJECT) return FAIL_FMT("file '%s': model must be an object", path);
     const char *type = type_of(m);
     if (type && strcmp(type, "BPE") != 0)
         return FAIL_UNSUP("file '%s': model type '%s' is not implemented (BPE is)", path, type);
-    const json_value *dropout = json_object_get(m, "dropout");
-    double d = 0;
-    if (dropout && dropout->type != JSON_NULL && !(json_get_double(dropout, &d) && d == 0.0))
-        return FAIL_UNSUP("file '%s': model.dropout is set; BPE dropout is not implemented", path);
     int rc;
-    if ((rc = require_empty_string(path, m, "continuing_subword_prefix")) != CLEF_OK) return rc;
-    if ((rc = require_empty_string(path, m, "end_of_word_suffix")) != CLEF_OK) return rc;
-    int byte_fallback = 0;
-    if ((rc = get_bool_field(path, m, "model", "byte_fallback", &byte_fallback)) != CLEF_OK) return rc;
-    if (byte_fallback) return FAIL_UNSUP("file '%s': model.byte_fallback is true; not implemented", path);
-    if ((rc = get_bool_field(path, m, "model", "ignore_merges", &tok->ignore_merges)) != CLEF_OK) return rc;
+    if (!vocab_and_merges_only) {
+        const json_value *dropout = json_object_get(m, "dropout");
+        double d = 0;
+        if (dropout && dropout->type != JSON_NULL && !(json_get_double(dropout, &d) && d == 0.0))
+            return FAIL_UNSUP("file '%s': model.dropout is set; BPE dropout is not implemented", path);
+        if ((rc = require_empty_string(path, m, "continuing_subword_prefix")) != CLEF_OK) return rc;
+        if ((rc = require_empty_string(path, m, "end_of_word_suffix")) != CLEF_OK) return rc;
+        int byte_fallback = 0;
+        if ((rc = get_bool_field(path, m, "model", "byte_fallback", &byte_fallback)) != CLEF_OK) return rc;
+        if (byte_fallback) return FAIL_UNSUP("file '%s': model.byte_fallback is true; not implemented", path);
+        if ((rc = get_bool_field(path, m, "model", "ignore_merges", &tok->ignore_merges)) != CLEF_OK) return rc;
+    }
 
     const json_value *vocab = json_object_get(m, "vocab");
     if (!vocab || vocab->type != JSON_OBJECT) return FAIL_FMT("file '%s': model.vocab must be an object", path);
     size_t nv = vocab->u.obj.count;
+    tok->model_vocab_count = nv;
     if (tok_strmap_init(&tok->token_to_id, nv + 1024) != 0) return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory");
     if (tok->ignore_merges && tok_strmap_init(&tok->bytes_to_id, nv) != 0)
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory");
@@ -252,7 +264,7 @@ static int load_model(tok_tokenizer *tok, const json_value *m) {
             used += (size_t)nb;
         }
     }
-    const json_value *unk = json_object_get(m, "unk_token");
+    const json_value *unk = vocab_and_merges_only ? NULL : json_object_get(m, "unk_token");
     if (unk && unk->type != JSON_NULL) {
         for (int b = 0; b < 256; b++)
             if (tok->byte_to_id[b] < 0)
@@ -323,10 +335,26 @@ static int load_model(tok_tokenizer *tok, const json_value *m) {
 
 /* ---- added tokens ---------------------------------------------------------------------------- */
 
-static int add_token(tok_tokenizer *tok, const json_value *t, int32_t id, const char *where, size_t *cap) {
+int tok_token_spec_from_json(const char *file, const json_value *t, const char *where, tok_token_spec *out) {
     const json_value *content = json_object_get(t, "content");
     if (!json_get_string(content) || content->u.str.len == 0)
-        return FAIL_FMT("file '%s': %s.content must be a non-empty string", tok->path, where);
+        return FAIL_FMT("file '%s': %s.content must be a non-empty string", file, where);
+    memset(out, 0, sizeof *out);
+    out->content = content->u.str.ptr;
+    out->content_len = content->u.str.len;
+    int rc;
+    if ((rc = get_bool_field(file, t, where, "special", &out->special)) != CLEF_OK) return rc;
+    out->normalized = !out->special; /* the default of an AddedToken without the field */
+    if ((rc = get_bool_field(file, t, where, "normalized", &out->normalized)) != CLEF_OK ||
+        (rc = get_bool_field(file, t, where, "lstrip", &out->lstrip)) != CLEF_OK ||
+        (rc = get_bool_field(file, t, where, "rstrip", &out->rstrip)) != CLEF_OK ||
+        (rc = get_bool_field(file, t, where, "single_word", &out->single_word)) != CLEF_OK)
+        return rc;
+    return CLEF_OK;
+}
+
+int tok_add_token(tok_tokenizer *tok, const tok_token_spec *spec, int32_t id, const char *file, const char *where,
+                  size_t *cap) {
     if (tok->added_count == *cap) {
         size_t nc = *cap ? *cap * 2 : 64;
         tok_added_token *v = realloc(tok->added, nc * sizeof *v);
@@ -337,19 +365,16 @@ static int add_token(tok_tokenizer *tok, const json_value *t, int32_t id, const 
     tok_added_token *a = &tok->added[tok->added_count];
     memset(a, 0, sizeof *a);
     a->id = id;
-    int rc = CLEF_OK;
-    a->normalized = 1; /* tokenizers' default for an AddedToken without the field */
-    if ((rc = get_bool_field(tok->path, t, where, "special", &a->special)) != CLEF_OK) return rc;
-    if (!json_object_get(t, "normalized")) a->normalized = !a->special;
-    if ((rc = get_bool_field(tok->path, t, where, "normalized", &a->normalized)) != CLEF_OK ||
-        (rc = get_bool_field(tok->path, t, where, "lstrip", &a->lstrip)) != CLEF_OK ||
-        (rc = get_bool_field(tok->path, t, where, "rstrip", &a->rstrip)) != CLEF_OK ||
-        (rc = get_bool_field(tok->path, t, where, "single_word", &a->single_word)) != CLEF_OK)
-        return rc;
-    a->content = malloc(content->u.str.len + 1);
+    a->special = spec->special;
+    a->normalized = spec->normalized;
+    a->lstrip = spec->lstrip;
+    a->rstrip = spec->rstrip;
+    a->single_word = spec->single_word;
+    a->content = malloc(spec->content_len + 1);
     if (!a->content) return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory");
-    memcpy(a->content, content->u.str.ptr, content->u.str.len + 1);
-    a->content_len = content->u.str.len;
+    memcpy(a->content, spec->content, spec->content_len);
+    a->content[spec->content_len] = 0;
+    a->content_len = spec->content_len;
     a->match = a->content;
     a->match_len = a->content_len;
     tok->added_count++;
@@ -362,13 +387,14 @@ static int add_token(tok_tokenizer *tok, const json_value *t, int32_t id, const 
         a->match = (char *)m;
         a->match_len = ml;
     }
+    if ((size_t)id > tok->max_added_id || tok->added_count == 1) tok->max_added_id = (size_t)id;
     /* An added token already in the model vocab keeps that id in `tokenizers`. */
     int32_t in_vocab = tok_strmap_get(&tok->token_to_id, a->content, a->content_len);
     if (in_vocab >= 0 && in_vocab != id)
-        return FAIL_FMT("file '%s': %s '%s' has id %d but the vocabulary gives it id %d", tok->path, where,
-                        a->content, id, in_vocab);
+        return FAIL_FMT("file '%s': %s '%s' has id %d but the vocabulary gives it id %d", file, where, a->content,
+                        id, in_vocab);
     if (in_vocab < 0 && (size_t)id < tok->vocab_size && tok->id_to_token[id])
-        return FAIL_FMT("file '%s': %s '%s' has id %d, already the id of '%s'", tok->path, where, a->content, id,
+        return FAIL_FMT("file '%s': %s '%s' has id %d, already the id of '%s'", file, where, a->content, id,
                         tok->id_to_token[id]);
     if (tok_strmap_put(&tok->token_to_id, a->content, a->content_len, id) < 0 ||
         set_token(tok, id, a->content, a->content_len) != 0)
@@ -376,7 +402,14 @@ static int add_token(tok_tokenizer *tok, const json_value *t, int32_t id, const 
     return CLEF_OK;
 }
 
-static int load_added(tok_tokenizer *tok, const json_value *list, size_t *cap) {
+static int add_token_json(tok_tokenizer *tok, const char *file, const json_value *t, int32_t id, const char *where,
+                          size_t *cap) {
+    tok_token_spec spec;
+    int rc = tok_token_spec_from_json(file, t, where, &spec);
+    return rc == CLEF_OK ? tok_add_token(tok, &spec, id, file, where, cap) : rc;
+}
+
+int tok_load_file_added(tok_tokenizer *tok, const json_value *list, size_t *cap) {
     if (!list || list->type == JSON_NULL) return CLEF_OK;
     if (list->type != JSON_ARRAY) return FAIL_FMT("file '%s': added_tokens must be an array", tok->path);
     for (size_t i = 0; i < list->u.arr.count; i++) {
@@ -386,48 +419,24 @@ static int load_added(tok_tokenizer *tok, const json_value *list, size_t *cap) {
         int64_t id;
         if (!json_get_int64(json_object_get(t, "id"), &id) || id < 0 || id > INT32_MAX - 1)
             return FAIL_FMT("file '%s': %s.id must be an id in [0, 2^31-1)", tok->path, where);
-        int rc = add_token(tok, t, (int32_t)id, where, cap);
+        int rc = add_token_json(tok, tok->path, t, (int32_t)id, where, cap);
         if (rc != CLEF_OK) return rc;
     }
     return CLEF_OK;
 }
 
-/* tokenizer_config.json: transformers adds the tokens of added_tokens_decoder that the
- * tokenizer.json lacks (Qwen3.5 declares 7 of its 33 special tokens only there). */
-static int load_config(tok_tokenizer *tok, const char *config_path, size_t *cap) {
-    char *text = NULL;
-    size_t len = 0;
-    int rc = clef_read_file(config_path, 64u << 20, &text, &len);
-    if (rc != CLEF_OK) return rc;
-    json_doc *doc = NULL;
-    json_error err;
-    if (json_parse(text, len, NULL, &doc, &err) != 0) {
-        free(text);
-        return FAIL_FMT("file '%s': not valid JSON at line %d column %d: %s", config_path, err.line, err.column,
-                        err.msg);
-    }
-    free(text);
-    const json_value *root = json_doc_root(doc);
-    rc = CLEF_OK;
-    int split_special = 0, prefix = 0;
-    if (!root || root->type != JSON_OBJECT) rc = FAIL_FMT("file '%s': must be a JSON object", config_path);
-    if (rc == CLEF_OK) rc = get_bool_field(config_path, root, "config", "split_special_tokens", &split_special);
-    if (rc == CLEF_OK && split_special)
-        rc = FAIL_UNSUP("file '%s': split_special_tokens=true is not implemented", config_path);
-    if (rc == CLEF_OK) rc = get_bool_field(config_path, root, "config", "add_prefix_space", &prefix);
-    if (rc == CLEF_OK && prefix && !tok->pretok.byte_level_prefix_space)
-        rc = FAIL_UNSUP("file '%s': add_prefix_space=true overrides tokenizer.json; not implemented", config_path);
-    const json_value *dec = rc == CLEF_OK ? json_object_get(root, "added_tokens_decoder") : NULL;
+/* TOK_PIPELINE_FILE: the tokens of tokenizer_config.json's added_tokens_decoder that the
+ * tokenizer.json lacks, at their declared ids (Qwen3.5 declares 7 of its 33 special tokens
+ * only there). */
+static int load_config_added(tok_tokenizer *tok, const json_value *root, const char *config_path, size_t *cap) {
+    const json_value *dec = json_object_get(root, "added_tokens_decoder");
     if (dec && dec->type != JSON_OBJECT)
-        rc = FAIL_FMT("file '%s': added_tokens_decoder must be an object", config_path);
+        return FAIL_FMT("file '%s': added_tokens_decoder must be an object", config_path);
+    int rc = CLEF_OK;
     for (size_t i = 0; dec && rc == CLEF_OK && i < dec->u.obj.count; i++) {
         const json_member *mem = &dec->u.obj.members[i];
-        char *endp;
-        long id = strtol(mem->key, &endp, 10);
-        if (*mem->key == 0 || *endp || id < 0 || id > INT32_MAX - 1) {
-            rc = FAIL_FMT("file '%s': added_tokens_decoder key '%s' is not an id", config_path, mem->key);
-            break;
-        }
+        int32_t id;
+        if ((rc = tok_config_token_id(config_path, mem->key, &id)) != CLEF_OK) break;
         const char *content = json_get_string(json_object_get(mem->value, "content"));
         if (!content) {
             rc = FAIL_FMT("file '%s': added_tokens_decoder['%s'].content must be a string", config_path, mem->key);
@@ -436,23 +445,54 @@ static int load_config(tok_tokenizer *tok, const char *config_path, size_t *cap)
         if ((size_t)id < tok->vocab_size && tok->id_to_token[id]) {
             if (strcmp(tok->id_to_token[id], content) != 0)
                 rc = FAIL_FMT("file '%s': added_tokens_decoder['%s'] is '%s' but tokenizer.json gives id %ld to '%s'",
-                              config_path, mem->key, content, id, tok->id_to_token[id]);
+                              config_path, mem->key, content, (long)id, tok->id_to_token[id]);
             continue; /* already known */
         }
         char where[64];
-        snprintf(where, sizeof where, "added_tokens_decoder['%ld']", id);
-        char *saved = tok->path;
-        tok->path = (char *)config_path;
-        rc = add_token(tok, mem->value, (int32_t)id, where, cap);
-        tok->path = saved;
+        snprintf(where, sizeof where, "added_tokens_decoder['%ld']", (long)id);
+        rc = add_token_json(tok, config_path, mem->value, id, where, cap);
     }
-    json_doc_free(doc);
     return rc;
+}
+
+int tok_config_token_id(const char *config_path, const char *key, int32_t *id) {
+    char *endp;
+    long v = strtol(key, &endp, 10);
+    if (*key == 0 || *endp || v < 0 || v > INT32_MAX - 1)
+        return FAIL_FMT("file '%s': added_tokens_decoder key '%s' is not an id", config_path, key);
+    *id = (int32_t)v;
+    return CLEF_OK;
 }
 
 /* ---- entry point ------------------------------------------------------------------------------ */
 
-int tok_load_json(tok_tokenizer *tok, const json_value *root, const char *config_path) {
+static int parse_config(const char *config_path, json_doc **doc) {
+    char *text = NULL;
+    size_t len = 0;
+    int rc = clef_read_file(config_path, 64u << 20, &text, &len);
+    if (rc != CLEF_OK) return rc;
+    json_error err;
+    int prc = json_parse(text, len, NULL, doc, &err);
+    free(text);
+    if (prc == -2) return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "file '%s': out of memory parsing JSON", config_path);
+    if (prc != 0)
+        return FAIL_FMT("file '%s': not valid JSON at line %d column %d: %s", config_path, err.line, err.column,
+                        err.msg);
+    if (json_doc_root(*doc)->type != JSON_OBJECT) return FAIL_FMT("file '%s': must be a JSON object", config_path);
+    return CLEF_OK;
+}
+
+static int load_decoder(tok_tokenizer *tok, const json_value *v) {
+    if (!v || v->type == JSON_NULL) return CLEF_OK;
+    const char *type = type_of(v);
+    if (!type || strcmp(type, "ByteLevel") != 0)
+        return FAIL_UNSUP("file '%s': decoder type '%s' is not implemented (ByteLevel is)", tok->path,
+                          type ? type : "(none)");
+    return CLEF_OK;
+}
+
+static int load_with_config(tok_tokenizer *tok, const json_value *root, const json_value *config,
+                            const char *config_path, tok_pipeline pipeline) {
     const char *path = tok->path;
     if (!root || root->type != JSON_OBJECT) return FAIL_FMT("file '%s': must be a JSON object", path);
     const json_value *v;
@@ -460,18 +500,46 @@ int tok_load_json(tok_tokenizer *tok, const json_value *root, const char *config
         return FAIL_UNSUP("file '%s': truncation is set; encode-time truncation is not implemented", path);
     if ((v = json_object_get(root, "padding")) && v->type != JSON_NULL)
         return FAIL_UNSUP("file '%s': padding is set; not implemented", path);
-    int rc = load_normalizer(tok, json_object_get(root, "normalizer"), "normalizer");
-    if (rc == CLEF_OK) rc = load_pretokenizer(tok, json_object_get(root, "pre_tokenizer"));
-    if (rc == CLEF_OK) rc = load_model(tok, json_object_get(root, "model"));
+    int rc = CLEF_OK, split_special = 0, prefix = 0;
+    if (config) {
+        rc = get_bool_field(config_path, config, "config", "split_special_tokens", &split_special);
+        if (rc == CLEF_OK && split_special)
+            rc = FAIL_UNSUP("file '%s': split_special_tokens=true is not implemented", config_path);
+        if (rc == CLEF_OK) rc = get_bool_field(config_path, config, "config", "add_prefix_space", &prefix);
+        if (rc != CLEF_OK) return rc;
+    }
+    tok_tf_class cls = TOK_TF_FILE;
+    if (pipeline == TOK_PIPELINE_TRANSFORMERS && (rc = tok_tf_resolve_class(config, config_path, &cls)) != CLEF_OK)
+        return rc;
+    int class_builds = cls == TOK_TF_QWEN2 || cls == TOK_TF_QWEN3_5;
+    if (class_builds) {
+        rc = tok_tf_class_pipeline(tok, cls, prefix);
+    } else {
+        rc = load_normalizer(tok, json_object_get(root, "normalizer"), "normalizer");
+        if (rc == CLEF_OK) rc = load_pretokenizer(tok, json_object_get(root, "pre_tokenizer"));
+        /* transformers' TokenizersBackend keeps the file's ByteLevel whatever add_prefix_space
+         * the config says; `tokenizers` ignores the config. Only a real conflict is refused. */
+        if (rc == CLEF_OK && pipeline == TOK_PIPELINE_FILE && prefix && !tok->pretok.byte_level_prefix_space)
+            rc = FAIL_UNSUP("file '%s': add_prefix_space=true overrides tokenizer.json; not implemented",
+                            config_path);
+    }
+    if (rc == CLEF_OK) rc = load_model(tok, json_object_get(root, "model"), class_builds);
+    if (rc == CLEF_OK && !class_builds) rc = load_decoder(tok, json_object_get(root, "decoder"));
     size_t cap = 0;
-    if (rc == CLEF_OK) rc = load_added(tok, json_object_get(root, "added_tokens"), &cap);
-    if (rc == CLEF_OK && config_path) rc = load_config(tok, config_path, &cap);
-    if (rc == CLEF_OK && (v = json_object_get(root, "decoder")) && v->type != JSON_NULL) {
-        const char *type = type_of(v);
-        if (!type || strcmp(type, "ByteLevel") != 0)
-            rc = FAIL_UNSUP("file '%s': decoder type '%s' is not implemented (ByteLevel is)", path,
-                            type ? type : "(none)");
+    if (pipeline == TOK_PIPELINE_FILE) {
+        if (rc == CLEF_OK) rc = tok_load_file_added(tok, json_object_get(root, "added_tokens"), &cap);
+        if (rc == CLEF_OK && config) rc = load_config_added(tok, config, config_path, &cap);
+    } else if (rc == CLEF_OK) {
+        rc = tok_tf_add_tokens(tok, cls, root, config, config_path, &cap);
     }
     if (rc == CLEF_OK) rc = tok_added_build(tok);
+    return rc;
+}
+
+int tok_load_json(tok_tokenizer *tok, const json_value *root, const char *config_path, tok_pipeline pipeline) {
+    json_doc *config = NULL;
+    int rc = config_path ? parse_config(config_path, &config) : CLEF_OK;
+    if (rc == CLEF_OK) rc = load_with_config(tok, root, config ? json_doc_root(config) : NULL, config_path, pipeline);
+    json_doc_free(config);
     return rc;
 }

@@ -7,9 +7,10 @@
  *    (qwen_patterns below) and matched by hand, the alternatives tried in order at each
  *    position exactly as a backtracking engine does, with the Unicode 16 tables of
  *    tok_unicode.h. Exact and fast.
- *  - TOK_MATCHER_PCRE2: any other pattern, compiled by PCRE2 (UTF, UCP, JIT). PCRE2 uses its
- *    own Unicode tables and its own \s; for text made only of characters whose properties
- *    agree between its version and Unicode 16 the result is the same (docs/tokenizer.md).
+ *  - TOK_MATCHER_PCRE2: any other pattern, compiled by PCRE2 (UTF, UCP, JIT) after
+ *    tok_regex.c wrote its \s \S \p{..} \P{..} out as Unicode 16 ranges, so those classify
+ *    like `tokenizers`; other Unicode-dependent constructs (\d, \w, scripts, case folding)
+ *    still use PCRE2's own tables (docs/tokenizer.md).
  *
  * Match iteration follows the `onig` crate's find_iter: an empty match right after the
  * previous match is skipped by advancing one character. Split behaviors follow
@@ -202,13 +203,19 @@ int tok_pretok_compile_split(tok_split *s, const char *regex, size_t regex_len, 
     int err = 0;
     PCRE2_SIZE err_off = 0;
     uint32_t opts = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
-    pcre2_code *code = pcre2_compile((PCRE2_SPTR)regex, regex_len, opts, &err, &err_off, NULL);
+    char *expanded = NULL; /* Unicode classes as Unicode 16 ranges (tok_regex.c) */
+    size_t expanded_len = 0;
+    if (!literal && tok_regex_expand_classes(regex, regex_len, &expanded, &expanded_len) != 0)
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "%s: out of memory", where);
+    pcre2_code *code = pcre2_compile((PCRE2_SPTR)(expanded ? expanded : regex), expanded ? expanded_len : regex_len,
+                                     opts, &err, &err_off, NULL);
+    free(expanded);
     if (!code) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(err, msg, sizeof msg);
         return clef_fail(CLEF_ERR_TOKENIZER_UNSUPPORTED,
-                         "%s: regex '%.*s' does not compile at offset %zu: %s", where,
-                         (int)(regex_len > 200 ? 200 : regex_len), regex, (size_t)err_off,
+                         "%s: regex '%.*s' does not compile (PCRE2, classes expanded, offset %zu): %s",
+                         where, (int)(regex_len > 200 ? 200 : regex_len), regex, (size_t)err_off,
                          (const char *)msg);
     }
     pcre2_jit_compile(code, PCRE2_JIT_COMPLETE); /* without JIT PCRE2 still matches, slower */

@@ -32,9 +32,12 @@ void tok_free(tok_tokenizer *tok) {
     free(tok);
 }
 
-int tok_load(const char *path, const char *config_path, tok_tokenizer **out) {
+int tok_load_ex(const char *path, const char *config_path, const tok_load_opts *opts, tok_tokenizer **out) {
     if (!path || !out) return clef_fail(CLEF_ERR_INVALID_ARG, "tok_load: path and out must not be NULL");
     *out = NULL;
+    tok_pipeline pipeline = opts ? opts->pipeline : TOK_PIPELINE_TRANSFORMERS;
+    if (pipeline != TOK_PIPELINE_TRANSFORMERS && pipeline != TOK_PIPELINE_FILE)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "tok_load: unknown pipeline %d", (int)pipeline);
     char *text = NULL;
     size_t len = 0;
     int rc = clef_read_file(path, TOK_JSON_CAP, &text, &len);
@@ -54,7 +57,7 @@ int tok_load(const char *path, const char *config_path, tok_tokenizer **out) {
         json_doc_free(doc);
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    rc = tok_load_json(tok, json_doc_root(doc), config_path);
+    rc = tok_load_json(tok, json_doc_root(doc), config_path, pipeline);
     json_doc_free(doc);
     if (rc == CLEF_OK && tok_cache_create(tok) != 0) rc = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory");
     if (rc != CLEF_OK) {
@@ -65,7 +68,11 @@ int tok_load(const char *path, const char *config_path, tok_tokenizer **out) {
     return CLEF_OK;
 }
 
-int tok_load_dir(const char *dir, tok_tokenizer **out) {
+int tok_load(const char *path, const char *config_path, tok_tokenizer **out) {
+    return tok_load_ex(path, config_path, NULL, out);
+}
+
+int tok_load_dir_ex(const char *dir, const tok_load_opts *opts, tok_tokenizer **out) {
     if (!dir || !out) return clef_fail(CLEF_ERR_INVALID_ARG, "tok_load_dir: dir and out must not be NULL");
     char *json = clef_path_join(dir, "tokenizer.json");
     char *config = clef_path_join(dir, "tokenizer_config.json");
@@ -74,12 +81,14 @@ int tok_load_dir(const char *dir, tok_tokenizer **out) {
         rc = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory");
     } else {
         struct stat st;
-        rc = tok_load(json, stat(config, &st) == 0 ? config : NULL, out);
+        rc = tok_load_ex(json, stat(config, &st) == 0 ? config : NULL, opts, out);
     }
     free(json);
     free(config);
     return rc;
 }
+
+int tok_load_dir(const char *dir, tok_tokenizer **out) { return tok_load_dir_ex(dir, NULL, out); }
 
 int tok_encode(const tok_tokenizer *tok, const char *text, size_t len, tok_ids *out) {
     if (!tok || !out || (!text && len)) return clef_fail(CLEF_ERR_INVALID_ARG, "tok_encode: NULL argument");

@@ -112,12 +112,13 @@ static int encode_matches(const char *name, const clef_request *request, const j
 
 typedef struct fixture_stats {
     int records, matched, cut, refused, real;
+    int marks, marks_matched; /* the combining-mark records (name "combining-marks-N") */
 } fixture_stats;
 
 /* Run every record of path with the tokenizer for expectation key `which`. */
 static fixture_stats run_fixture(const char *path, const char *which, clef_tokenize_fn tokenize,
                                  const void *tokenize_ctx) {
-    fixture_stats st = {0, 0, 0, 0, 0};
+    fixture_stats st = {0, 0, 0, 0, 0, 0, 0};
     char *data = NULL;
     size_t size = 0;
     if (clef_read_file(path, (size_t)1 << 30, &data, &size) != CLEF_OK) {
@@ -137,6 +138,8 @@ static fixture_stats run_fixture(const char *path, const char *which, clef_token
             const char *source = json_get_string(json_object_get(root, "source"));
             st.records++;
             st.real += source && strcmp(source, "generated") != 0 && strncmp(source, "generated ", 10) != 0;
+            int marks = name && strncmp(name, "combining-marks-", 16) == 0;
+            st.marks += marks;
             clef_request *request = NULL;
             clef_request_errors errors = {0};
             int status = clef_request_parse(body->u.str.ptr, body->u.str.len, CLEF_REQUEST_RECORD,
@@ -146,6 +149,7 @@ static fixture_stats run_fixture(const char *path, const char *which, clef_token
                         name, clef_last_error());
             } else if (encode_matches(name, request, expect, tokenize, tokenize_ctx)) {
                 st.matched++;
+                st.marks_matched += marks;
                 const json_value *cut = json_object_get(expect, "truncated");
                 st.cut += cut && fixture_int(cut) > 0;
                 st.refused += json_get_string(json_object_get(expect, "error")) != NULL;
@@ -161,8 +165,8 @@ static fixture_stats run_fixture(const char *path, const char *which, clef_token
     }
     free(data);
     printf("encode (%s tokenizer): %d of %d records identical to the reference (%d real; %d with "
-           "the state cut, %d refused as too long)\n",
-           which, st.matched, st.records, st.real, st.cut, st.refused);
+           "the state cut, %d refused as too long; combining marks: %d of %d)\n",
+           which, st.matched, st.records, st.real, st.cut, st.refused, st.marks_matched, st.marks);
     return st;
 }
 

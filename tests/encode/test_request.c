@@ -100,6 +100,11 @@ static void test_validation(void) {
     expect_refusal(S1, NULL,
                    "{\"model\":\"m\",\"state\":1,\"questions\":{\"a\":{\"type\":\"noul\",\"criteria\":{\"maybe\":\"x\"}}}}",
                    INVALID, 422, "[\"body\",\"questions\",\"a\",\"criteria\",\"maybe\"]", "extra_forbidden");
+    expect_refusal(S1, NULL, "{\"model\":\"m\",\"state\":1,\"questions\":{\"\":{\"type\":\"noul\"}}}",
+                   INVALID, 422, "[\"body\",\"questions\",\"\"]", "string_too_short");
+    expect_refusal(S1, NULL,
+                   "{\"model\":\"m\",\"state\":1,\"questions\":{\"a\":{\"type\":\"noul\",\"criteria\":{\"true\\u0000x\":\"x\"}}}}",
+                   INVALID, 422, "[\"body\",\"questions\",\"a\",\"criteria\",\"true\\u0000x\"]", "extra_forbidden");
     expect_refusal(S1, NULL, "{\"model\":\"m\",\"state\":1,\"questions\":{\"a b\":{\"type\":\"noul\"}}}",
                    INVALID, 422, "[\"body\",\"questions\",\"a b\"]", "string_pattern_mismatch");
     expect_refusal(S1, NULL, "{\"model\":\"m\",\"state\":1,\"questions\":{\"a\":{\"type\":\"noul\"}},\"temperature\":0}",

@@ -53,8 +53,12 @@ int main(int argc, char **argv) {
         long n_text, n_sorted, n_unsorted;
         /* The header line ends at the first newline; the text itself may start with one. */
         const char *eol = memchr(data + pos, '\n', size - pos);
-        if (!eol || sscanf(data + pos, "%ld %ld %ld", &n_text, &n_sorted, &n_unsorted) != 3 ||
-            n_text < 0) {
+        /* strtol, not sscanf: glibc's sscanf measures the whole remaining buffer each call */
+        char *cursor = data + pos;
+        n_text = eol ? strtol(cursor, &cursor, 10) : -1;
+        n_sorted = eol ? strtol(cursor, &cursor, 10) : -1;
+        n_unsorted = eol ? strtol(cursor, &cursor, 10) : -1;
+        if (!eol || cursor != eol || n_text < 0 || n_sorted < -1 || n_unsorted < -1) {
             CHECK_MSG(0, "malformed case header at byte %zu of %s", pos, path);
             break;
         }

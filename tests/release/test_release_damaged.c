@@ -84,6 +84,14 @@ static int duplicate_tensor(scratch *s) {
                                 "\"language_model.norm.weight\"") ||
            file_remove(s, "complete.json");
 }
+static int tensor_twice_in_header(scratch *s) {
+    /* One header names NORM twice (JSON that Python would merge, last entry winning). */
+    return st_replace_in_header(s, SHARD6, "\"model.language_model.layers.3.post_attention_layernorm.weight\"",
+                                "\"" NORM "\"");
+}
+static int field_twice_in_entry(scratch *s) {
+    return st_set_field(s, SHARD6, NORM, "dtype", "\"BF16\",\"dtype\":\"BF16\"");
+}
 static int missing_shard(scratch *s) { return file_remove(s, SHARD2); }
 static int shard_path_dotdot(scratch *s) {
     return file_replace(s, "model.safetensors.index.json", "\"" SHARD6 "\"", "\"../" SHARD6 "\"", 1);
@@ -214,6 +222,8 @@ static const damage_case cases[] = {
     {"unknown dtype", "bf16-sharded", unknown_dtype, 0, CLEF_ERR_ST_UNKNOWN_DTYPE, NORM},
     {"bytes after the last tensor", "bf16-sharded", trailing_bytes, 0, CLEF_ERR_ST_OFFSETS_RANGE, SHARD6},
     {"duplicate tensor", "bf16-single", duplicate_tensor, 0, CLEF_ERR_ST_DUPLICATE_TENSOR, "language_model.norm.weight"},
+    {"tensor listed twice in one header", "bf16-sharded", tensor_twice_in_header, 0, CLEF_ERR_ST_DUPLICATE_TENSOR, SHARD6 "': tensor '" NORM "'"},
+    {"field repeated in a header entry", "bf16-sharded", field_twice_in_entry, 0, CLEF_ERR_ST_HEADER_SCHEMA, "duplicate key \"dtype\""},
     {"missing shard", "bf16-sharded", missing_shard, 0, CLEF_ERR_SHARD_MISSING, SHARD2},
     {"shard path with ..", "bf16-sharded", shard_path_dotdot, 0, CLEF_ERR_SHARD_PATH, "../" SHARD6},
     {"absolute shard path", "bf16-sharded", shard_path_absolute, 0, CLEF_ERR_SHARD_PATH, "/etc/" SHARD6},

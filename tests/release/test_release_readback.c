@@ -3,7 +3,8 @@
  * save_pretrained, safetensors save_file, bitsandbytes, compressed-tensors, comfy-kitchen;
  * see scripts/fixtures/) open, and every tensor reads back bit-identical to what the Python
  * safetensors library loads: same file, dtype, shape, byte count and SHA-256 of the bytes
- * (tests/release/fixtures/<name>.manifest.json, written by make_test_fixtures.py).
+ * (tests/release/fixtures/<name>.manifest.json, written by make_test_fixtures.py), both
+ * through clef_release_read (pread) and clef_release_map (read-only mapping).
  */
 #include "test.h"
 
@@ -85,6 +86,12 @@ static void check_fixture(const char *name, clef_quant_method want_method) {
                   stored);
         identical += strcmp(hex, want_hex) == 0;
         free(buf);
+        clef_tensor_map map;
+        CHECK(clef_release_map(rel, t, &map) == CLEF_OK);
+        sha256_hex(map.data, t->n_bytes, hex);
+        CHECK_MSG(strcmp(hex, want_hex) == 0, "%s: mapped tensor '%s' differs from Python's", name,
+                  stored);
+        clef_release_unmap(&map);
     }
     CHECK_EQ_INT(matched + ignored, tensors ? tensors->u.obj.count : 0);
     CHECK_EQ_INT(matched, clef_release_tensor_count(rel));
@@ -158,6 +165,27 @@ static void check_names_and_config(void) {
                                                   ? CLEF_LAYER_FULL_ATTENTION
                                                   : CLEF_LAYER_LINEAR_ATTENTION);
     CHECK(c->vision.present && c->head.present);
+    /* transformers wrote metadata.total_parameters (the backbone's parameter count) into the
+     * index: the table's text + vision + lm_head tensors must hold exactly that many. */
+    char *itext = NULL;
+    size_t ilen = 0;
+    json_doc *idoc = NULL;
+    int64_t want_params = -1;
+    CHECK(clef_read_file(FIXTURES "/bf16-sharded/model.safetensors.index.json", 1 << 20, &itext,
+                         &ilen) == CLEF_OK);
+    CHECK(itext && json_parse(itext, ilen, NULL, &idoc, NULL) == 0);
+    CHECK(idoc && json_get_int64(json_object_get(json_object_get(json_doc_root(idoc), "metadata"),
+                                                 "total_parameters"),
+                                 &want_params));
+    uint64_t params = 0;
+    for (size_t i = 0; i < clef_release_tensor_count(rel); i++) {
+        const clef_tensor_info *t = clef_release_tensor_at(rel, i);
+        if (strncmp(t->name, "head.", 5) != 0)
+            params += t->n_bytes / clef_dtype_size(t->dtype);
+    }
+    CHECK_EQ_INT(params, want_params);
+    json_doc_free(idoc);
+    free(itext);
     CHECK_EQ_INT(c->head.width, 32);
     json_doc_free(doc);
     free(text);

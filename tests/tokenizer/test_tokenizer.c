@@ -52,6 +52,72 @@ static void expect_refusal(const char *name, const char *from, const char *to, i
     free(path);
 }
 
+/* Loads the demo tokenizer.json with a tokenizer_config.json of this text. */
+static int load_with_config(const char *name, const char *config_text, tok_pipeline pipeline, tok_tokenizer **tok) {
+    char *path = clef_path_join(tmpdir, name);
+    FILE *f = fopen(path, "wb");
+    fputs(config_text, f);
+    fclose(f);
+    tok_load_opts opts = {pipeline};
+    int rc = tok_load_ex(DEMO, path, &opts, tok);
+    unlink(path);
+    free(path);
+    return rc;
+}
+
+static void expect_config_refusal(const char *name, const char *config_text, int status, const char *needle) {
+    tok_tokenizer *tok = NULL;
+    int rc = load_with_config(name, config_text, TOK_PIPELINE_TRANSFORMERS, &tok);
+    CHECK_MSG(rc == status, "%s: status %d, expected %d (%s)", name, rc, status, clef_last_error());
+    CHECK_MSG(strstr(clef_last_error(), needle) != NULL, "%s: message '%s' lacks '%s'", name, clef_last_error(),
+              needle);
+    CHECK(tok == NULL);
+    tok_free(tok);
+}
+
+/* The two pipelines (tokenizer.h): what each refuses or ignores of tokenizer_config.json. */
+static void test_pipelines(void) {
+    static const char llama[] = "{\"tokenizer_class\": \"LlamaTokenizerFast\"}";
+    expect_config_refusal("llama.json", llama, CLEF_ERR_TOKENIZER_UNSUPPORTED, "LlamaTokenizerFast");
+    tok_tokenizer *tok = NULL;
+    CHECK_EQ_INT(load_with_config("llama_file.json", llama, TOK_PIPELINE_FILE, &tok), CLEF_OK); /* class ignored */
+    tok_free(tok);
+    expect_config_refusal("class_type.json", "{\"tokenizer_class\": 7}", CLEF_ERR_TOKENIZER_FORMAT,
+                          "tokenizer_class must be a string");
+    /* Qwen2Tokenizer re-adds every special token with plain flags; a declared lstrip would be
+     * changed in ways not modelled: refused by name. */
+    expect_config_refusal("flags.json",
+                          "{\"tokenizer_class\": \"Qwen2Tokenizer\", \"eos_token\": \"<|im_end|>\", "
+                          "\"added_tokens_decoder\": {\"1500\": {\"content\": \"<|im_end|>\", "
+                          "\"special\": true, \"lstrip\": true}}}",
+                          CLEF_ERR_TOKENIZER_UNSUPPORTED, "other flags");
+    expect_config_refusal("split.json", "{\"tokenizer_class\": \"Qwen2Tokenizer\", \"split_special_tokens\": true}",
+                          CLEF_ERR_TOKENIZER_UNSUPPORTED, "split_special_tokens");
+    /* A class with its own pipeline never reads the file's normalizer / pre_tokenizer. */
+    char *lower = write_variant("lower.json", "\"normalizer\":{\"type\":\"NFC\"}",
+                                "\"normalizer\":{\"type\":\"Lowercase\"}");
+    char *cfg = clef_path_join(tmpdir, "qwen35.json");
+    FILE *f = fopen(cfg, "wb");
+    fputs("{\"tokenizer_class\": \"Qwen3_5Tokenizer\"}", f);
+    fclose(f);
+    tok = NULL;
+    CHECK_EQ_INT(tok_load_ex(lower, cfg, NULL, &tok), CLEF_OK);
+    tok_ids ids = {0};
+    CHECK_EQ_INT(tok_encode(tok, "<|endoftext|>", 13, &ids), CLEF_OK); /* class default eos, added */
+    CHECK(ids.count == 1 && ids.ids[0] == tok_token_to_id(tok, "<|endoftext|>"));
+    tok_ids_free(&ids);
+    tok_free(tok);
+    tok_load_opts file_opts = {TOK_PIPELINE_FILE};
+    tok = NULL;
+    CHECK_EQ_INT(tok_load_ex(lower, cfg, &file_opts, &tok), CLEF_ERR_TOKENIZER_UNSUPPORTED); /* reads it */
+    tok_load_opts bad = {(tok_pipeline)7};
+    CHECK_EQ_INT(tok_load_ex(DEMO, NULL, &bad, &tok), CLEF_ERR_INVALID_ARG);
+    unlink(lower);
+    unlink(cfg);
+    free(lower);
+    free(cfg);
+}
+
 typedef struct job {
     const tok_tokenizer *tok;
     const char *text;
@@ -153,6 +219,7 @@ int main(void) {
                    "model.merges[0]");
     expect_refusal("decoder.json", "\"decoder\":{\"type\":\"ByteLevel\"", "\"decoder\":{\"type\":\"Metaspace\"",
                    CLEF_ERR_TOKENIZER_UNSUPPORTED, "Metaspace");
+    test_pipelines();
     rmdir(tmpdir);
     return test_summary();
 }

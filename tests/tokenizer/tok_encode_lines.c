@@ -3,8 +3,11 @@
  * input line. The parity scripts (scripts/tokenizer/compare_corpus.py) run it next to HF
  * `tokenizers` on the same lines; it is also handy for looking at a tokenization by hand.
  *
- *   tok_encode_lines TOKENIZER_JSON [--config TOKENIZER_CONFIG_JSON] [--decode] < lines.jsonl
+ *   tok_encode_lines TOKENIZER_JSON [--config TOKENIZER_CONFIG_JSON]
+ *                    [--pipeline transformers|file] [--decode] < lines.jsonl
  *
+ * --pipeline picks tok_load_ex's pipeline (tokenizer.h): transformers (the default, what
+ * AutoTokenizer builds) or file (tokenizer.json as `tokenizers` loads it).
  * Each input line is a JSON string ("text with \n escapes"); output line i is the ids of
  * input line i separated by spaces, or "ERROR <status> <message>" if encoding failed. With
  * --decode, each output line is instead the decoded text of those ids as a JSON string.
@@ -31,20 +34,28 @@ static void print_json_string(const char *s, size_t n) {
 
 int main(int argc, char **argv) {
     const char *path = NULL, *config = NULL;
-    int decode = 0;
+    int decode = 0, bad = 0;
+    tok_load_opts opts = {TOK_PIPELINE_TRANSFORMERS};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) config = argv[++i];
+        else if (strcmp(argv[i], "--pipeline") == 0 && i + 1 < argc) {
+            const char *p = argv[++i];
+            if (strcmp(p, "transformers") == 0) opts.pipeline = TOK_PIPELINE_TRANSFORMERS;
+            else if (strcmp(p, "file") == 0) opts.pipeline = TOK_PIPELINE_FILE;
+            else bad = 1;
+        }
         else if (strcmp(argv[i], "--decode") == 0) decode = 1;
         else if (!path) path = argv[i];
         else path = NULL, i = argc;
     }
-    if (!path) {
-        fprintf(stderr, "usage: %s TOKENIZER_JSON [--config TOKENIZER_CONFIG_JSON] [--decode] < lines.jsonl\n",
-                argv[0]);
+    if (!path || bad) {
+        fprintf(stderr,
+                "usage: %s TOKENIZER_JSON [--config TOKENIZER_CONFIG_JSON] [--pipeline transformers|file] "
+                "[--decode] < lines.jsonl\n", argv[0]);
         return 2;
     }
     tok_tokenizer *tok = NULL;
-    int rc = tok_load(path, config, &tok);
+    int rc = tok_load_ex(path, config, &opts, &tok);
     if (rc != CLEF_OK) {
         fprintf(stderr, "error %d (%s): %s\n", rc, clef_status_str(rc), clef_last_error());
         return 1;

@@ -15,6 +15,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -116,13 +117,15 @@ static void json_string(FILE *out, const char *s) {
     fputc('"', out);
 }
 
+/* One line per file on a terminal (rewritten in place), plain lines in a log. */
 static void progress(void *user, const char *file, size_t i, size_t n, uint64_t bytes) {
     (void)user;
+    const int tty = isatty(STDERR_FILENO);
     if (file)
-        fprintf(stderr, "\rverifying SHA-256 %zu/%zu: %s (%.1f MB)\033[K", i + 1, n, file,
-                (double)bytes / 1e6);
+        fprintf(stderr, "%sverifying SHA-256 %zu/%zu: %s (%.1f MB)%s", tty ? "\r" : "", i + 1, n,
+                file, (double)bytes / 1e6, tty ? "\033[K" : "\n");
     else
-        fprintf(stderr, "\rverified SHA-256 of %zu files\033[K\n", n);
+        fprintf(stderr, "%sverified SHA-256 of %zu files%s\n", tty ? "\r" : "", n, tty ? "\033[K" : "");
 }
 
 static void print_table(const clef_release *rel, const group_stats *groups) {

@@ -7,5 +7,6 @@
 #define CLEF_TOOLS_COMMANDS_H
 
 int cmd_inspect(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 #endif

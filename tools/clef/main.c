@@ -15,6 +15,7 @@ typedef struct command {
 
 static const command commands[] = {
     {"inspect", cmd_inspect, "check a release directory and describe what it holds"},
+    {"run", cmd_run, "decide one record with a release and print the answer"},
 };
 
 static void usage(FILE *out) {
