@@ -9,6 +9,7 @@
 #include "core/numeric.h"
 #include "test.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,6 +243,36 @@ static void test_elementwise(clef_backend *be) {
         max_err = fmax(max_err, fabs(o[i] - a[i] * ref_unary(CLEF_UNARY_SIGMOID, b[i])));
     CHECK_MSG(max_err < 1e-5, "swiglu/add/mul_sigmoid max err %.3g", max_err);
     free(x), free(y), free(ref), free(a), free(b), free(o);
+}
+
+/* The elementwise exp (vectorised, cpu_vexp.h) over the whole float range against double
+ * exp: the correctly rounded value (<= 0.5 ulp), subnormal results included; overflow, underflow,
+ * infinities and NaN as IEEE says. */
+static void test_exp_range(clef_backend *be) {
+    const int64_t n = 1 << 21;
+    float *x = malloc(sizeof(float) * (size_t)(n + 6)), *y = malloc(sizeof(float) * (size_t)(n + 6));
+    for (int64_t i = 0; i < n; i++)
+        x[i] = -110.0f + 205.0f * (float)i / (float)n; /* [-110, 95): zero, subnormal, normal, inf */
+    const float special[6] = {INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 88.72283f};
+    memcpy(x + n, special, sizeof special);
+    clef_unary(be, CLEF_UNARY_EXP, n + 6, x, y);
+    double worst = 0;
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double ref = exp((double)x[i]);
+        if (ref > FLT_MAX) {
+            bad += !(y[i] >= FLT_MAX);
+            continue;
+        }
+        float rf = (float)ref;
+        double ulp = (double)nextafterf(rf, INFINITY) - (double)rf;
+        double e = fabs((double)y[i] - ref) / ulp;
+        worst = e > worst ? e : worst;
+    }
+    CHECK_MSG(bad == 0 && worst <= 0.5001, "exp: %lld overflow misses, worst error %.4f ulp (correctly rounded: <= 0.5)", (long long)bad, worst);
+    CHECK(y[n] == INFINITY && y[n + 1] == 0.0f && isnan(y[n + 2]) && y[n + 3] == 1.0f && y[n + 4] == 1.0f);
+    CHECK(isfinite(y[n + 5]));
+    free(x), free(y);
 }
 
 /* ---- conv ---- */
@@ -480,6 +511,7 @@ int main(void) {
     test_matmul_threads();
     test_norms(be);
     test_elementwise(be);
+    test_exp_range(be);
     test_conv(be);
     test_gdn(be);
     test_attention(be);

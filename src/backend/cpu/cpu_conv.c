@@ -25,7 +25,6 @@ void cpu_conv1d_causal_silu(clef_backend *be, int64_t T, int64_t C, int64_t K, c
             for (int64_t c = 0; c < C; c++)
                 yt[c] += w[c * K + i] * xs[c];
         }
-        for (int64_t c = 0; c < C; c++)
-            yt[c] = cpu_silu(yt[c]);
+        cpu_silu_n(C, yt, yt);
     }
 }

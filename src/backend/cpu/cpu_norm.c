@@ -40,8 +40,14 @@ void cpu_rmsnorm_gated(clef_backend *be, int64_t rows, int64_t dim, const float 
         const float *zr = z + r * ldz;
         float *yr = y + r * ldy;
         float s = inv_rms(xr, dim, eps);
-        for (int64_t i = 0; i < dim; i++)
-            yr[i] = (w[i] * (xr[i] * s)) * cpu_silu(zr[i]);
+        /* silu(z) a block at a time with the vectorised SiLU (y may alias x or z) */
+        float gate[256];
+        for (int64_t i0 = 0; i0 < dim; i0 += 256) {
+            int64_t len = dim - i0 < 256 ? dim - i0 : 256;
+            cpu_silu_n(len, zr + i0, gate);
+            for (int64_t i = 0; i < len; i++)
+                yr[i0 + i] = (w[i0 + i] * (xr[i0 + i] * s)) * gate[i];
+        }
     }
 }
 
