@@ -255,16 +255,16 @@ int clef_model_load(const char *dir, const clef_model_params *params, clef_model
     if ((st = clef_backend_cpu_create(&bp, &m->backend)))
         goto err;
     m->load_total = bytes_to_load(m->release);
-    qwen35_tensor_source src = {.find = model_find, .read = model_read, .user = m};
+    /* one source for both loaders: the release's tensors, counted for the progress line */
+    clef_tensor_source src = {.ctx = m, .find = model_find, .read = model_read};
     qwen35_params qp = qwen35_default_params();
     qp.max_seq_len = p.max_length;
     qp.max_tokens = p.max_length;
     if ((st = qwen35_load(&cfg->text, &src, m->backend, &qp, &m->backbone)))
         goto err;
-    clef_tensor_source hs = {.ctx = m, .find = model_find, .read = model_read};
     clef_head_limits hl = {.max_tokens = p.max_length, .max_questions = p.max_questions,
                            .max_options = p.max_options};
-    if ((st = clef_joint_head_load(m->backend, &cfg->head, &hs, &hl, &m->head)))
+    if ((st = clef_joint_head_load(m->backend, &cfg->head, &src, &hl, &m->head)))
         goto err;
     if ((st = lm_open(&m->lm, m->release)))
         goto err;

@@ -31,6 +31,7 @@
 
 #include "backend/backend.h"
 #include "encode/encoded.h"
+#include "model/tensor_source.h"
 #include "release/release.h"
 
 #include <stddef.h>
@@ -41,16 +42,6 @@
 #define CLEF_HEAD_OPTION_CHUNK 64
 /* Rows of a feed-forward layer evaluated at once (bounds the [chunk, feedforward] buffer). */
 #define CLEF_HEAD_FF_CHUNK 256
-
-/* Where the head's weights come from: the release (clef_release_find / clef_release_read over
- * engine names "head.<module name>") or a test fixture with the same names. */
-typedef struct clef_tensor_source {
-    void *ctx;
-    /* The tensor called name, or NULL when there is none. */
-    const clef_tensor_info *(*find)(void *ctx, const char *name);
-    /* Read exactly t->n_bytes of t into dst; a clef_status. */
-    int (*read)(void *ctx, const clef_tensor_info *t, void *dst);
-} clef_tensor_source;
 
 /* Rows of the output embedding (lm_head.weight [vocab, hidden]) on demand. */
 typedef struct clef_lm_row_reader {

@@ -20,19 +20,11 @@
 #define CLEF_MODEL_QWEN35_H
 
 #include "backend/backend.h"
+#include "model/tensor_source.h"
 #include "release/release.h"
 
 #include <stddef.h>
 #include <stdint.h>
-
-/* Where the loader finds tensors by engine name ("text.layers.0.mlp.up_proj.weight", see
- * release.h). A release provides it through clef_release_find / clef_release_read; tests may
- * provide any other table. */
-typedef struct qwen35_tensor_source {
-    const clef_tensor_info *(*find)(void *user, const char *engine_name); /* NULL: absent */
-    int (*read)(void *user, const clef_tensor_info *t, void *dst);        /* t->n_bytes into dst */
-    void *user;
-} qwen35_tensor_source;
 
 typedef struct qwen35_params {
     int64_t max_seq_len;  /* longest sequence a forward accepts (tokens); > 0 */
@@ -48,7 +40,7 @@ typedef struct qwen35_model qwen35_model;
  * Errors: CLEF_ERR_CONFIG_INVALID, CLEF_ERR_TENSOR_MISSING / _SHAPE / _DTYPE (message names
  * the tensor, expected vs got), CLEF_ERR_OUT_OF_MEMORY, or the source's read status.
  * cfg is copied; be must outlive the model. */
-int qwen35_load(const clef_text_config *cfg, const qwen35_tensor_source *src, clef_backend *be,
+int qwen35_load(const clef_text_config *cfg, const clef_tensor_source *src, clef_backend *be,
                 const qwen35_params *params, qwen35_model **out);
 void qwen35_free(qwen35_model *m); /* accepts NULL */
 

@@ -79,8 +79,8 @@ static int check_config(const clef_text_config *c, int64_t *rot_dims) {
 
 /* ---- tensors --------------------------------------------------------------------------- */
 
-static const clef_tensor_info *find_tensor(const qwen35_tensor_source *src, const char *name, int *status) {
-    const clef_tensor_info *t = src->find(src->user, name);
+static const clef_tensor_info *find_tensor(const clef_tensor_source *src, const char *name, int *status) {
+    const clef_tensor_info *t = src->find(src->ctx, name);
     *status = t ? CLEF_OK : clef_fail(CLEF_ERR_TENSOR_MISSING, "tensor '%s' is missing", name);
     return t;
 }
@@ -98,14 +98,14 @@ static int check_shape(const clef_tensor_info *t, const int64_t *want, int n) {
 
 /* Read t into dst (backend memory), through a host staging copy when the backend's memory
  * is not host-visible. */
-static int read_into(qwen35_model *m, const qwen35_tensor_source *src, const clef_tensor_info *t, void *dst) {
+static int read_into(qwen35_model *m, const clef_tensor_source *src, const clef_tensor_info *t, void *dst) {
     if (m->be->host_visible)
-        return src->read(src->user, t, dst);
+        return src->read(src->ctx, t, dst);
     void *host = malloc(t->n_bytes ? t->n_bytes : 1);
     if (!host)
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory staging %llu bytes", t->name,
                          (unsigned long long)t->n_bytes);
-    int st = src->read(src->user, t, host);
+    int st = src->read(src->ctx, t, host);
     if (st == CLEF_OK)
         st = clef_backend_write(m->be, dst, host, t->n_bytes);
     free(host);
@@ -113,7 +113,7 @@ static int read_into(qwen35_model *m, const qwen35_tensor_source *src, const cle
 }
 
 /* A weight matrix [rows, cols], kept in its stored type (BF16 or F32). */
-static int load_matrix(qwen35_model *m, const qwen35_tensor_source *src, const char *name, int64_t rows,
+static int load_matrix(qwen35_model *m, const clef_tensor_source *src, const char *name, int64_t rows,
                        int64_t cols, clef_matrix *out) {
     int st;
     const clef_tensor_info *t = find_tensor(src, name, &st);
@@ -143,7 +143,7 @@ static int load_matrix(qwen35_model *m, const qwen35_tensor_source *src, const c
 
 /* A small fp32 vector of n elements (norm weights, conv taps, gate parameters) stored as
  * BF16, F16 or F32 with the given shape; converted to fp32 once, here. */
-static int load_vector(qwen35_model *m, const qwen35_tensor_source *src, const char *name, const int64_t *shape,
+static int load_vector(qwen35_model *m, const clef_tensor_source *src, const char *name, const int64_t *shape,
                        int n_dims, float **out) {
     int st;
     const clef_tensor_info *t = find_tensor(src, name, &st);
@@ -165,7 +165,7 @@ static int load_vector(qwen35_model *m, const qwen35_tensor_source *src, const c
         free(host);
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory", name);
     }
-    st = src->read(src->user, t, raw);
+    st = src->read(src->ctx, t, raw);
     if (st == CLEF_OK) {
         for (int64_t i = 0; i < n; i++) {
             if (t->dtype == CLEF_DTYPE_BF16)
@@ -186,11 +186,11 @@ static int load_vector(qwen35_model *m, const qwen35_tensor_source *src, const c
     return st;
 }
 
-static int load_vec1(qwen35_model *m, const qwen35_tensor_source *src, const char *name, int64_t n, float **out) {
+static int load_vec1(qwen35_model *m, const clef_tensor_source *src, const char *name, int64_t n, float **out) {
     return load_vector(m, src, name, &n, 1, out);
 }
 
-static int load_layer(qwen35_model *m, const qwen35_tensor_source *src, int64_t i, qwen35_layer *L) {
+static int load_layer(qwen35_model *m, const clef_tensor_source *src, int64_t i, qwen35_layer *L) {
     const clef_text_config *c = &m->cfg;
     const int64_t D = c->hidden_size, F = c->intermediate_size;
     char name[160];
@@ -300,7 +300,7 @@ static int plan_state(qwen35_model *m) {
 
 /* ---- load / free ------------------------------------------------------------------------ */
 
-int qwen35_load(const clef_text_config *cfg, const qwen35_tensor_source *src, clef_backend *be,
+int qwen35_load(const clef_text_config *cfg, const clef_tensor_source *src, clef_backend *be,
                 const qwen35_params *params, qwen35_model **out) {
     if (!out || !cfg || !src || !src->find || !src->read || !be)
         return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_load: NULL argument");

@@ -194,7 +194,7 @@ static void check_refusals(clef_backend *be) {
     for (int v = 0; v < 2; v++)
         for (int reshape = 0; reshape < 2; reshape++) {
             faulty_source f = {rel, victims[v], reshape, {0}};
-            qwen35_tensor_source ts = {faulty_find, faulty_read, &f};
+            clef_tensor_source ts = {.ctx = &f, .find = faulty_find, .read = faulty_read};
             qwen35_model *m = NULL;
             int st = qwen35_load(cfg, &ts, be, NULL, &m);
             CHECK_EQ_INT(st, reshape ? CLEF_ERR_TENSOR_SHAPE : CLEF_ERR_TENSOR_MISSING);
@@ -207,7 +207,7 @@ static void check_refusals(clef_backend *be) {
     clef_text_config bad = *cfg;
     bad.mrope_section[0] += 1;
     faulty_source none = {rel, "", 0, {0}};
-    qwen35_tensor_source ts = {faulty_find, faulty_read, &none};
+    clef_tensor_source ts = {.ctx = &none, .find = faulty_find, .read = faulty_read};
     qwen35_model *m = NULL;
     CHECK_EQ_INT(qwen35_load(&bad, &ts, be, NULL, &m), CLEF_ERR_CONFIG_INVALID);
     CHECK_EQ_INT(qwen35_load_release(NULL, be, NULL, &m), CLEF_ERR_INVALID_ARG);
