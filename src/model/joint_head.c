@@ -12,8 +12,10 @@
  */
 #include "model/joint_head.h"
 
+#include "backend/buffer_set.h"
 #include "core/error.h"
 #include "core/numeric.h"
+#include "core/shape.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -23,7 +25,6 @@
 #define HEAD_LN_EPS 1e-5f     /* torch.nn.LayerNorm default, every norm of the head */
 #define HEAD_NORMALIZE_EPS 1e-12 /* torch.nn.functional.normalize */
 #define HEAD_COSINE_EPS 1e-8     /* torch.nn.functional.cosine_similarity */
-#define HEAD_MAX_BUFFERS 512
 
 /* ---- weights ------------------------------------------------------------------------------ */
 
@@ -111,8 +112,7 @@ struct clef_joint_head {
     clef_head_limits limits;
     head_weights w;
     head_workspace ws;
-    void *buffers[HEAD_MAX_BUFFERS]; /* every backend allocation, for free */
-    int n_buffers;
+    clef_buffer_set buffers;         /* every backend allocation, released together */
     size_t weight_bytes, workspace_bytes;
 };
 
@@ -124,22 +124,7 @@ typedef struct head_loader {
 } head_loader;
 
 static void *head_alloc(clef_joint_head *h, size_t bytes) {
-    if (h->n_buffers == HEAD_MAX_BUFFERS)
-        return NULL;
-    void *p = clef_backend_alloc(h->be, bytes ? bytes : 1);
-    if (p)
-        h->buffers[h->n_buffers++] = p;
-    return p;
-}
-
-static const char *shape_text(const clef_tensor_info *t, char *buf, size_t cap) {
-    size_t n = 0;
-    n += (size_t)snprintf(buf + n, cap - n, "[");
-    for (int i = 0; i < t->n_dims && n < cap; i++)
-        n += (size_t)snprintf(buf + n, cap - n, i ? ", %lld" : "%lld", (long long)t->shape[i]);
-    if (n < cap)
-        snprintf(buf + n, cap - n, "]");
-    return buf;
+    return clef_buffer_set_alloc(&h->buffers, bytes);
 }
 
 /* Find head.<name> and check it has n_dims dims of the given sizes. */
@@ -154,12 +139,10 @@ static int find_tensor(head_loader *L, const char *name, int n_dims, const int64
     for (int i = 0; ok && i < n_dims; i++)
         ok = t->shape[i] == dims[i];
     if (!ok) {
-        clef_tensor_info w = {.n_dims = n_dims};
-        for (int i = 0; i < n_dims; i++)
-            w.shape[i] = dims[i];
         return clef_fail(CLEF_ERR_TENSOR_SHAPE,
                          "joint head: tensor '%s' has shape %s, joint_head_config.json says %s",
-                         full, shape_text(t, got, sizeof got), shape_text(&w, want, sizeof want));
+                         full, clef_shape_str(t->shape, t->n_dims, got, sizeof got),
+                         clef_shape_str(dims, n_dims, want, sizeof want));
     }
     *out = t;
     return CLEF_OK;
@@ -453,6 +436,7 @@ int clef_joint_head_load(clef_backend *be, const clef_head_config *cfg,
     if (!h)
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "joint head: no memory");
     h->be = be;
+    h->buffers = clef_buffer_set_init(be);
     h->cfg = *cfg;
     h->limits = *limits;
     h->w.routing = calloc((size_t)cfg->routing_layers + 1, sizeof *h->w.routing);
@@ -474,8 +458,7 @@ err:
 void clef_joint_head_free(clef_joint_head *h) {
     if (!h)
         return;
-    for (int i = 0; i < h->n_buffers; i++)
-        clef_backend_release(h->be, h->buffers[i]);
+    clef_buffer_set_release(&h->buffers);
     free(h->w.routing);
     free(h->w.decoder);
     free(h);

@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "core/io.h"
+#include "core/shape.h"
 #include "release/config.h"
 #include "release/expected.h"
 #include "release/index.h"
@@ -307,15 +308,6 @@ static int lookup_dtype(void *user, const char *engine_name) {
     return t ? (int)t->dtype : -1;
 }
 
-static void shape_str(const int64_t *shape, int n_dims, char *buf, size_t cap) {
-    size_t n = 0;
-    n += (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < n_dims && n < cap; i++)
-        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
-    if (n < cap)
-        snprintf(buf + n, cap - n, "]");
-}
-
 static int shape_matches(const clef_tensor_info *t, const clef_expected_tensor *e) {
     if (e->n_dims == CLEF_SHAPE_ANY_1D)
         return t->n_dims == 1;
@@ -397,9 +389,9 @@ static int check_model(clef_release *rel, const clef_release_opts *opts) {
             continue;
         }
         if (!shape_matches(t, e)) {
-            shape_str(t->shape, t->n_dims, got, sizeof got);
+            clef_shape_str(t->shape, t->n_dims, got, sizeof got);
             if (e->n_dims >= 0)
-                shape_str(e->shape, e->n_dims, want, sizeof want);
+                clef_shape_str(e->shape, e->n_dims, want, sizeof want);
             else
                 snprintf(want, sizeof want, "%s", e->n_dims == CLEF_SHAPE_SCALAR ? "[] or [1]" : "1-D");
             problem(rel, CLEF_ERR_TENSOR_SHAPE,
