@@ -6,6 +6,8 @@
  */
 #include "release/config.h"
 
+#include "release/json_file.h"
+
 #include "core/error.h"
 #include "json/json.h"
 
@@ -462,29 +464,10 @@ void clef_config_free(clef_release_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
 }
 
-static int parse_json(const char *text, size_t len, const char *file, json_doc **doc) {
-    json_error err;
-    json_parse_opts opts = {.max_depth = 64};
-    int rc = json_parse(text, len, &opts, doc, &err);
-    if (rc == -2)
-        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "file '%s': out of memory", file);
-    if (rc != 0)
-        return clef_fail(CLEF_ERR_CONFIG_JSON, "file '%s' is not valid JSON: %s at line %d column %d",
-                         file, err.msg, err.line, err.column);
-    json_type type = json_doc_root(*doc)->type;
-    if (type != JSON_OBJECT) {
-        json_doc_free(*doc);
-        *doc = NULL;
-        return clef_fail(CLEF_ERR_CONFIG_JSON, "file '%s' holds a JSON %s, expected an object",
-                         file, json_type_name(type));
-    }
-    return CLEF_OK;
-}
-
 int clef_config_parse(const char *text, size_t len, const char *file, clef_release_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
     json_doc *doc = NULL;
-    int rc = parse_json(text, len, file, &doc);
+    int rc = clef_release_json_parse(text, len, file, CLEF_ERR_CONFIG_JSON, &doc);
     if (rc != CLEF_OK)
         return rc;
     const json_value *root = json_doc_root(doc);
@@ -500,7 +483,7 @@ int clef_head_config_parse(const char *text, size_t len, const char *file,
     clef_head_config *h = &cfg->head;
     memset(h, 0, sizeof *h);
     json_doc *doc = NULL;
-    int rc = parse_json(text, len, file, &doc);
+    int rc = clef_release_json_parse(text, len, file, CLEF_ERR_CONFIG_JSON, &doc);
     if (rc != CLEF_OK)
         return rc;
     const json_value *root = json_doc_root(doc);

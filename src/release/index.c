@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "json/json.h"
+#include "release/json_file.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -28,14 +29,9 @@ void clef_index_free(clef_index *idx) {
 
 int clef_index_parse(const char *text, size_t len, const char *file, clef_index *out) {
     memset(out, 0, sizeof *out);
-    json_error err;
-    json_parse_opts opts = {.max_depth = 64};
-    int prc = json_parse(text, len, &opts, &out->doc, &err);
-    if (prc == -2)
-        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "file '%s': out of memory", file);
-    if (prc != 0)
-        return clef_fail(CLEF_ERR_INDEX_JSON, "file '%s' is not valid JSON: %s at line %d column %d",
-                         file, err.msg, err.line, err.column);
+    int prc = clef_release_json_parse(text, len, file, CLEF_ERR_INDEX_JSON, &out->doc);
+    if (prc != CLEF_OK)
+        return prc;
     const json_value *root = json_doc_root(out->doc);
     const json_value *meta = json_object_get(root, "metadata");
     const json_value *map = json_object_get(root, "weight_map");

@@ -7,6 +7,7 @@
 #include "core/io.h"
 #include "core/sha256.h"
 #include "json/json.h"
+#include "release/json_file.h"
 #include "release/path.h"
 
 #include <stdlib.h>
@@ -34,14 +35,9 @@ static int is_sha256_hex(const char *s) {
 
 int clef_manifest_parse(const char *text, size_t len, const char *file, clef_manifest *out) {
     memset(out, 0, sizeof *out);
-    json_error err;
-    json_parse_opts opts = {.max_depth = 64};
-    int prc = json_parse(text, len, &opts, &out->doc, &err);
-    if (prc == -2)
-        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "file '%s': out of memory", file);
-    if (prc != 0)
-        return clef_fail(CLEF_ERR_MANIFEST_JSON, "file '%s' is not valid JSON: %s at line %d column %d",
-                         file, err.msg, err.line, err.column);
+    int prc = clef_release_json_parse(text, len, file, CLEF_ERR_MANIFEST_JSON, &out->doc);
+    if (prc != CLEF_OK)
+        return prc;
     const json_value *root = json_doc_root(out->doc);
     const json_value *files = json_object_get(root, "files");
     int rc = CLEF_OK;
