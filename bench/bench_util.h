@@ -1,7 +1,8 @@
 /*
- * bench_util.h — what every bench program needs to time itself: a monotonic clock in seconds
- * and the median of a set of run times (benches report the median of N runs, warm-up
- * excluded). Header-only; include as "../bench_util.h" from bench/<name>/.
+ * bench_util.h — what every bench program needs to time itself: a monotonic clock (seconds,
+ * or milliseconds for benches that report ms) and the median of a set of run times (benches
+ * report the median of N runs, warm-up excluded; for even N the mean of the middle two).
+ * Header-only; include as "../bench_util.h" from bench/<name>/.
  */
 #ifndef CLEF_BENCH_UTIL_H
 #define CLEF_BENCH_UTIL_H
@@ -13,6 +14,10 @@ static inline double bench_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static inline double bench_now_ms(void) {
+    return 1e3 * bench_now_s();
 }
 
 static inline int bench_cmp_double(const void *a, const void *b) {

@@ -10,6 +10,8 @@
  * Prints a table and, with --json, one JSON row per stage (bench/encode/run.sh joins it
  * with the Python reference's numbers). Usage: bench_encode [--runs N] [--json] [records] [tokenizer.json]
  */
+#include "../bench_util.h"
+
 #include "clef.h"
 #include "core/io.h"
 #include "encode/answers.h"
@@ -21,18 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int compare_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 typedef struct body {
     char *text;
@@ -99,10 +89,10 @@ int main(int argc, char **argv) {
     double *probs = malloc(64 * 256 * sizeof *probs);
     size_t total_tokens = 0, n_encoded = 0;
     for (int run = -1; run < runs; run++) { /* run -1 is the warm-up */
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         for (size_t i = 0; i < n; i++)
             clef_request_parse(bodies[i].text, bodies[i].len, CLEF_REQUEST_RECORD, NULL, NULL, &reqs[i], NULL);
-        double t1 = now_ms();
+        double t1 = bench_now_ms();
         clef_encode_params p = clef_encode_default_params();
         p.tokenize = clef_tokenize_tok;
         p.tokenize_ctx = tok;
@@ -114,7 +104,7 @@ int main(int argc, char **argv) {
                 n_encoded++;
             }
         }
-        double t2 = now_ms();
+        double t2 = bench_now_ms();
         for (size_t i = 0; i < n; i++) {
             if (!encoded[i])
                 continue;
@@ -126,7 +116,7 @@ int main(int argc, char **argv) {
             clef_answers_render(reqs[i], &enc[i], probs, k, NULL, &out);
             clef_strbuf_free(&out);
         }
-        double t3 = now_ms();
+        double t3 = bench_now_ms();
         for (size_t i = 0; i < n; i++) {
             if (encoded[i])
                 clef_encoded_record_free(&enc[i]);
@@ -139,11 +129,9 @@ int main(int argc, char **argv) {
             t_answers[run] = t3 - t2;
         }
     }
-    qsort(t_validate, (size_t)runs, sizeof(double), compare_double);
-    qsort(t_encode, (size_t)runs, sizeof(double), compare_double);
-    qsort(t_answers, (size_t)runs, sizeof(double), compare_double);
     const char *names[3] = {"validate", "encode", "answers"};
-    double med[3] = {t_validate[runs / 2], t_encode[runs / 2], t_answers[runs / 2]};
+    double med[3] = {bench_median(t_validate, runs), bench_median(t_encode, runs),
+                     bench_median(t_answers, runs)};
     size_t counts[3] = {n, n_encoded, n_encoded};
     if (as_json) {
         for (int s = 0; s < 3; s++)

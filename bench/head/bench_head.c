@@ -10,6 +10,7 @@
  *
  * Usage: bench_head FILE [--threads N] [--runs N]
  */
+#include "../bench_util.h"
 #include "st_fixture.h"
 
 #include "backend/backend.h"
@@ -21,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
 typedef struct lm_source {
     st_fixture *fx;
@@ -37,17 +37,6 @@ static int read_row(void *ctx, int32_t id, float *dst) {
     for (int64_t j = 0; !st && j < s->D; j++)
         dst[j] = clef_bf16_to_f32(s->row[j]);
     return st;
-}
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 static int64_t cfg_int(const json_value *o, const char *key) {
@@ -143,20 +132,19 @@ int main(int argc, char **argv) {
     float *probs = malloc((size_t)n_options * sizeof(float));
     double *times = malloc((size_t)runs * sizeof(double));
     for (int i = 0; i <= runs; i++) {
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         if (clef_joint_head_forward(head, hidden, D, &rec, &lm, logits, probs)) {
             fprintf(stderr, "bench_head: %s\n", clef_last_error());
             return 1;
         }
         if (i) /* run 0 is the warm-up */
-            times[i - 1] = now_ms() - t0;
+            times[i - 1] = bench_now_ms() - t0;
     }
-    qsort(times, (size_t)runs, sizeof *times, cmp_double);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("{\"median_ms\": %.3f, \"runs\": %d, \"peak_rss_mb\": %.1f, \"weight_mb\": %.1f, "
            "\"workspace_mb\": %.1f}\n",
-           runs % 2 ? times[runs / 2] : 0.5 * (times[runs / 2 - 1] + times[runs / 2]), runs,
+           bench_median(times, runs), runs,
            ru.ru_maxrss / 1024.0, clef_joint_head_weight_bytes(head) / 1048576.0,
            clef_joint_head_workspace_bytes(head) / 1048576.0);
 

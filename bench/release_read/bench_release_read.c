@@ -14,6 +14,8 @@
  *
  * usage: bench_release_read [--gb 3.5] [--runs 5] [--threads N] [--dir TMP] [--keep]
  */
+#include "../bench_util.h"
+
 #include "release/release.h"
 
 #include <pthread.h>
@@ -25,26 +27,9 @@
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <sys/sysinfo.h>
-#include <time.h>
 #include <unistd.h>
 
 #define N_SHARDS 4
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static int write_text(const char *dir, const char *name, const char *text) {
     char path[1200];
@@ -147,7 +132,7 @@ static void free_arena(unsigned char *arena, uint64_t size) {
 
 static double clef_read_all(const char *dir, unsigned char **arena, uint64_t *arena_size, int threads,
                             int use_hugepages) {
-    double t0 = now_s();
+    double t0 = bench_now_s();
     clef_release_opts opts = clef_release_default_opts();
     opts.skip_model_checks = 1; /* synthetic tensor names: file-level checks only */
     clef_release *rel = NULL;
@@ -171,7 +156,7 @@ static double clef_read_all(const char *dir, unsigned char **arena, uint64_t *ar
         pthread_create(&tid[i], NULL, read_worker, &r);
     for (int i = 0; i < threads; i++)
         pthread_join(tid[i], NULL);
-    double dt = now_s() - t0;
+    double dt = bench_now_s() - t0;
     if (atomic_load(&r.failed)) {
         fprintf(stderr, "bench: a read failed: %s\n", clef_last_error());
         exit(1);
@@ -184,12 +169,12 @@ static double clef_read_all(const char *dir, unsigned char **arena, uint64_t *ar
 static double cat_all(const char *dir) {
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "cat '%s'/shard-*.safetensors > /dev/null", dir);
-    double t0 = now_s();
+    double t0 = bench_now_s();
     if (system(cmd) != 0) {
         fprintf(stderr, "bench: cat failed\n");
         exit(1);
     }
-    return now_s() - t0;
+    return bench_now_s() - t0;
 }
 
 int main(int argc, char **argv) {
@@ -301,7 +286,7 @@ int main(int argc, char **argv) {
     }
     double m[N_ROWS];
     for (int i = 0; i < N_ROWS; i++)
-        m[i] = median(t[i], runs);
+        m[i] = bench_median(t[i], runs);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double gbs = (double)total / 1e9;

@@ -13,6 +13,7 @@
  */
 #include "tokenizer/tokenizer.h"
 
+#include "../bench_util.h"
 #include "clef.h"
 #include "core/io.h"
 #include "json/json.h"
@@ -20,18 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv) {
     if (argc < 3) {
@@ -81,20 +70,19 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 3; i++) {
         tok_free(tok);
         tok = NULL;
-        double t0 = now();
+        double t0 = bench_now_s();
         if (tok_load_dir_ex(argv[1], &opts, &tok) != CLEF_OK) {
             fprintf(stderr, "%s\n", clef_last_error());
             return 1;
         }
-        loads[i] = now() - t0;
+        loads[i] = bench_now_s() - t0;
     }
-    qsort(loads, 3, sizeof(double), cmp_double);
     double *times = malloc((size_t)runs * sizeof *times);
     tok_ids ids = {0};
     size_t tokens = 0;
     for (int r = -1; r < runs; r++) {
         tokens = 0;
-        double t0 = now();
+        double t0 = bench_now_s();
         for (size_t i = 0; i < n; i++) {
             ids.count = 0;
             if (tok_encode(tok, recs[i], lens[i], &ids) != CLEF_OK) {
@@ -103,10 +91,10 @@ int main(int argc, char **argv) {
             }
             tokens += ids.count;
         }
-        if (r >= 0) times[r] = now() - t0;
+        if (r >= 0) times[r] = bench_now_s() - t0;
     }
-    qsort(times, (size_t)runs, sizeof(double), cmp_double);
-    printf("clef %.4f %.3f %zu %zu\n", loads[1], bytes / times[runs / 2] / 1e6, tokens, bytes);
+    printf("clef %.4f %.3f %zu %zu\n", bench_median(loads, 3), bytes / bench_median(times, runs) / 1e6, tokens,
+           bytes);
     tok_ids_free(&ids);
     tok_free(tok);
     for (size_t i = 0; i < n; i++) json_doc_free(docs[i]);
