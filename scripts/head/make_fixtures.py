@@ -2,8 +2,9 @@
 """make_fixtures.py — oracle fixtures for the joint schema head (tests/head/).
 
 Each case instantiates the reference `JointSchemaHead` (the release's joint_schema_model.py,
-loaded by path from the pinned unsloth wheel: see oracle.py) with random weights, feeds it random
-fp32 final hidden states, token ids, spans and lm_head rows, and writes one safetensors file:
+loaded by path from the pinned unsloth wheel: see scripts/clef_oracle.py) with random weights,
+feeds it random fp32 final hidden states, token ids, spans and lm_head rows, and writes one
+safetensors file:
 
   head.<name>          BF16  every parameter of the head, named as in joint_head.safetensors
                              (the oracle runs with exactly these bf16 values, widened to fp32)
@@ -42,8 +43,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import oracle  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import clef_oracle  # noqa: E402  (scripts/clef_oracle.py: the reference joint_schema_model.py)
 
 # name -> head config, record shape. Widths are small so the committed files stay small; the
 # per-head width varies (1 .. 16 dims per attention head) and the question/option counts
@@ -174,7 +175,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(1)
-    mod = oracle.load_oracle()
+    mod = clef_oracle.load_reference()
     for name, spec in CASES.items():
         print(json.dumps(make_case(mod, name, spec, out)))
 
