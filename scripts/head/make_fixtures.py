@@ -37,6 +37,7 @@ import copy
 import json
 import math
 import random
+import struct
 import sys
 from pathlib import Path
 
@@ -162,10 +163,31 @@ def make_case(mod, name: str, spec: dict, out_dir: Path) -> dict:
     tensors["oracle_fp32.logits"] = fp32_logits
     tensors["oracle_fp32.probs"] = fp32_probs
     path = out_dir / f"{name}.safetensors"
-    save_file(tensors, str(path), metadata={
-        "config": json.dumps(cfg), "record": json.dumps({"questions": record})})
+    metadata = {"config": json.dumps(cfg), "record": json.dumps({"questions": record})}
+    save_file(tensors, str(path), metadata=metadata)
+    fix_metadata_order(path, list(metadata))
     return {"case": name, "tokens": n_tokens, "questions": len(record),
             "options": int(flat_logits.numel()), "bytes": path.stat().st_size}
+
+
+def fix_metadata_order(path: Path, order: list[str]) -> None:
+    """Rewrite the header's __metadata__ members in `order`, in place.
+
+    safetensors keeps the metadata in a hash map, so with two or more keys their order in the
+    written header changes from run to run, and so would the fixture's bytes. Reordering the
+    members keeps the header the same length (the padding is untouched) and changes nothing else.
+    """
+    data = bytearray(path.read_bytes())
+    n = struct.unpack("<Q", data[:8])[0]
+    text = data[8:8 + n].decode("utf-8")
+    body = text.rstrip(" ")
+    header = json.loads(body)
+    if json.dumps(header, separators=(",", ":"), ensure_ascii=False) != body:
+        raise RuntimeError(f"{path}: header is not compact JSON as expected; not reordering it")
+    header["__metadata__"] = {k: header["__metadata__"][k] for k in order}
+    fixed = json.dumps(header, separators=(",", ":"), ensure_ascii=False) + text[len(body):]
+    data[8:8 + n] = fixed.encode("utf-8")
+    path.write_bytes(bytes(data))
 
 
 def main() -> None:
