@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "encode"))
-import oracle  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import clef_oracle  # noqa: E402  (scripts/clef_oracle.py: the reference joint_schema_model.py)
 
 
 def main():
@@ -22,7 +22,7 @@ def main():
     records = sys.argv[2] if len(sys.argv) > 2 else "tests/encode/fixtures/records.jsonl"
     tokenizer_path = sys.argv[3] if len(sys.argv) > 3 else "tests/encode/fixtures/tokenizer.json"
     from transformers import PreTrainedTokenizerFast
-    ref = oracle.load_reference()
+    ref = clef_oracle.load_reference()
     tok = PreTrainedTokenizerFast(tokenizer_file=tokenizer_path)
     bodies = [json.loads(line)["body"] for line in open(records, encoding="utf-8").read().split("\n") if line]
     times = {"validate": [], "encode": [], "answers": []}

@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "head"))
-import oracle  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import clef_oracle  # noqa: E402  (scripts/clef_oracle.py: the reference joint_schema_model.py)
 
 
 def write(a, mod) -> None:
@@ -106,7 +106,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    mod = oracle.load_oracle()
+    mod = clef_oracle.load_reference()
     if a.write:
         write(a, mod)
     if a.time:

@@ -28,8 +28,8 @@ head_dim 256, 64 rotary dims, GQA 6:1; GDN dk = dv = 128, Hv/Hk = 3); (c) odd si
 F32 weights, odd widths, lengths not multiples of 64).
 
 Usage: python3 scripts/backbone/make_fixtures.py [--out tests/backbone/fixtures] [--only a_pattern,c_odd]
-Requirements: pip install -r scripts/requirements.txt; the reference head file is located as
-make_release.py's docstring says (installed unsloth, $CLEF_JOINT_SCHEMA_MODEL or $CLEF_UNSLOTH_WHEEL).
+Requirements: pip install -r scripts/requirements.txt; the reference head file is located by
+scripts/clef_oracle.py (its docstring says where it looks and which environment variables it reads).
 """
 from __future__ import annotations
 

@@ -40,9 +40,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts" / "fixtures"))
-sys.path.insert(0, str(ROOT / "scripts" / "head"))
+sys.path.insert(0, str(ROOT / "scripts"))
 
-import oracle  # noqa: E402
+import clef_oracle  # noqa: E402  (scripts/clef_oracle.py: the reference joint_schema_model.py)
 
 # Qwen's added tokens, in the order of the real tokenizer (their ids follow the base vocabulary
 # consecutively, as in Qwen3.5 where <|endoftext|> is 248044 and <|image_pad|> 248056).
@@ -151,7 +151,7 @@ def oracle_answer(release: Path, request: dict) -> dict:
     from safetensors.torch import load_file
     from transformers import Qwen3_5ForConditionalGeneration
 
-    mod = oracle.load_oracle()
+    mod = clef_oracle.load_reference()
     backbone = Qwen3_5ForConditionalGeneration.from_pretrained(
         str(release), dtype=torch.float32, attn_implementation="eager").eval()
     head_cfg = json.loads((release / "joint_head_config.json").read_text())
@@ -174,8 +174,6 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=20261130)
     args = ap.parse_args()
 
-    import os
-    os.environ.setdefault("CLEF_JOINT_SCHEMA_MODEL", str(oracle.oracle_path()))
     from make_release import write_release
 
     out = Path(args.out)

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """gen_answer_cases.py — probability vectors and the reference's answers for them.
 
-The oracle is the release's systemone_answer() (joint_schema_model.py, see oracle.py): for a
-question and per-option probabilities it builds the SystemOne answer with Python's
-round(x, 4), argmax in request order and sum(i * p_i); the expected text is
+The oracle is the release's systemone_answer() (joint_schema_model.py, see
+scripts/clef_oracle.py): for a question and per-option probabilities it builds the SystemOne
+answer with Python's round(x, 4), argmax in request order and sum(i * p_i); the expected text is
 json.dumps(answer, ensure_ascii=False, separators=(",", ":")), keys in insertion order.
 
 Vectors cover: float32 softmax outputs (what the model hands over), ties (uniform and
@@ -27,8 +27,8 @@ import struct
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import oracle  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import clef_oracle  # noqa: E402  (scripts/clef_oracle.py: the reference joint_schema_model.py)
 
 OPTION_IDS = ["low", "high", "medium", "é", "e", "Z", "a", "中", "\U0001F600", "\uffff", "10", "9", "close",
               "review", "yes", "no", "b b", "_", "-x", "\u00e9t\u00e9", "A", "aa"]
@@ -112,7 +112,7 @@ def main():
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    ref = oracle.load_reference()
+    ref = clef_oracle.load_reference()
     rng = random.Random(args.seed)
     written = 0
     with open(args.out, "w", encoding="utf-8") as f:

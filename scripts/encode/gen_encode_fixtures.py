@@ -2,8 +2,8 @@
 """gen_encode_fixtures.py — records and what the reference encoder makes of them.
 
 For each record body (raw JSON text) the oracle is the release's encode_record() from
-joint_schema_model.py (see oracle.py for where it comes from), run on json.loads(body)
-with two tokenizers that the C side reproduces:
+joint_schema_model.py (see scripts/clef_oracle.py for where it comes from), run on
+json.loads(body) with two tokenizers that the C side reproduces:
   bytes  every piece becomes the list of its UTF-8 bytes (ids 0..255): needs no tokenizer
          library, so it checks the prompt text, piece order, spans and truncation alone;
   bpe    --tokenizer: a tokenizer.json FILE (default tests/encode/fixtures/tokenizer.json,
@@ -41,12 +41,12 @@ import math
 import random
 import struct
 import sys
-import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import gen_render_cases  # noqa: E402  (the JSON text generator of the render test)
-import oracle  # noqa: E402
+import clef_oracle  # noqa: E402  (scripts/clef_oracle.py: the reference joint_schema_model.py)
 
 ID_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 UNICODE_IDS = ["é", "e", "E", "Ω", "中", "\U0001F600", "\uffff", "\ue000", "\U00010000", "a b", "9", "10",
@@ -255,14 +255,6 @@ def combining_body(rng, index):
 
 # ---- real records from public client packages ------------------------------------------------
 
-def wheel_metadata_text(requirement):
-    with zipfile.ZipFile(oracle.download_wheel(requirement)) as wheel:
-        for name in wheel.namelist():
-            if name.endswith(".dist-info/METADATA"):
-                return wheel.read(name).decode("utf-8")
-    return ""
-
-
 def exec_definitions(source, names, namespace):
     """Run only the top-level assignments/functions named in `names` of a module source."""
     tree = ast.parse(source)
@@ -286,20 +278,20 @@ def real_bodies():
     """(name, source, body) from public clients of the Clef APIs."""
     out = []
     # clef-router: its routing questions, on README paragraphs as prompts to route.
-    files = oracle.client_wheel_files("clef-router==0.3.0")
+    files = clef_oracle.wheel_members("clef-router==0.3.0")
     ns = exec_definitions(files["clef_router/models.py"],
                           {"TYPE_NOUL", "TYPE_CHOICE", "TYPE_SCORE", "TIER_CHEAP", "TIER_FRONTIER",
                            "DEFAULT_QUESTIONS"}, {"Any": object})
-    readme = paragraphs(wheel_metadata_text("clef-router==0.3.0"))
+    readme = paragraphs(clef_oracle.wheel_metadata("clef-router==0.3.0"))
     for i, para in enumerate(readme[:40]):
         out.append((f"clef-router-{i}", "clef-router 0.3.0 clef_router/models.py DEFAULT_QUESTIONS",
                     json.dumps({"model": "clef", "state": {"prompt": para}, "questions": ns["DEFAULT_QUESTIONS"]},
                                ensure_ascii=False)))
     # clef-compactor: one noul question per chunk, state built by its build_state().
-    files = oracle.client_wheel_files("clef-compactor==0.2.1")
+    files = clef_oracle.wheel_members("clef-compactor==0.2.1")
     ns = exec_definitions(files["clef_compactor/core.py"], {"_NOULD_INSTRUCTIONS", "build_state", "build_questions"},
                           {"Any": object, "Sequence": list})
-    chunks = paragraphs(wheel_metadata_text("clef-compactor==0.2.1"))
+    chunks = paragraphs(clef_oracle.wheel_metadata("clef-compactor==0.2.1"))
     for i, count in enumerate([1, 2, 5, 16, 64]):
         sel = (chunks * 64)[:count]
         state = ns["build_state"]("How does query-aware compaction decide what to keep?", sel, 240)
@@ -308,8 +300,8 @@ def real_bodies():
                                ensure_ascii=False)))
     # typesafe-eval: the preset rubrics, as its TypeSafe provider sends them.
     import yaml
-    files = oracle.client_wheel_files("typesafe-eval==1.4.0")
-    docs = paragraphs(wheel_metadata_text("typesafe-eval==1.4.0"))
+    files = clef_oracle.wheel_members("typesafe-eval==1.4.0")
+    docs = paragraphs(clef_oracle.wheel_metadata("typesafe-eval==1.4.0"))
     for name in sorted(n for n in files if n.startswith("typesafe_eval/presets/") and n.endswith(".yaml")):
         preset = yaml.safe_load(files[name])
         questions = {}
@@ -382,7 +374,7 @@ def main():
                     help="tokenizer.json file (as is) or tokenizer directory (AutoTokenizer)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    ref = oracle.load_reference()
+    ref = clef_oracle.load_reference()
     tokenizers = {"bytes": ByteTokenizer(), "bpe": bpe_tokenizer(args.tokenizer)}
     rng = random.Random(args.seed)
     bodies = [(f"generated-{i}", "generated", random_body(rng, i)) for i in range(args.count)]

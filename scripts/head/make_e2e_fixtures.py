@@ -46,10 +46,10 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts" / "head"))
+sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "scripts" / "demo"))
 
-import oracle  # noqa: E402
+import clef_oracle  # noqa: E402  (scripts/clef_oracle.py: the reference joint_schema_model.py)
 from make_demo import hf_tokenizer  # noqa: E402
 
 MAX_LENGTH = 2048
@@ -101,9 +101,7 @@ SHARDED = "tests/model/fixtures/tiny-sharded"
 
 
 def make_sharded_release() -> None:
-    import os
     import shutil
-    os.environ.setdefault("CLEF_JOINT_SCHEMA_MODEL", str(oracle.oracle_path()))
     sys.path.insert(0, str(ROOT / "scripts" / "fixtures"))
     from make_release import write_release
 
@@ -137,7 +135,7 @@ def write_fixture(release_rel: str, out_path: Path) -> None:
     from transformers import Qwen3_5ForConditionalGeneration
 
     torch.set_num_threads(2)
-    mod = oracle.load_oracle()
+    mod = clef_oracle.load_reference()
     release = ROOT / release_rel
     tokenizer = hf_tokenizer(release)
     head_cfg = json.loads((release / "joint_head_config.json").read_text())

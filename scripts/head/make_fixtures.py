@@ -2,8 +2,9 @@
 """make_fixtures.py — oracle fixtures for the joint schema head (tests/head/).
 
 Each case instantiates the reference `JointSchemaHead` (the release's joint_schema_model.py,
-loaded by path from the pinned unsloth wheel: see oracle.py) with random weights, feeds it random
-fp32 final hidden states, token ids, spans and lm_head rows, and writes one safetensors file:
+loaded by path from the pinned unsloth wheel: see scripts/clef_oracle.py) with random weights,
+feeds it random fp32 final hidden states, token ids, spans and lm_head rows, and writes one
+safetensors file:
 
   head.<name>          BF16  every parameter of the head, named as in joint_head.safetensors
                              (the oracle runs with exactly these bf16 values, widened to fp32)
@@ -36,14 +37,15 @@ import copy
 import json
 import math
 import random
+import struct
 import sys
 from pathlib import Path
 
 import torch
 from safetensors.torch import save_file
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import oracle  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import clef_oracle  # noqa: E402  (scripts/clef_oracle.py: the reference joint_schema_model.py)
 
 # name -> head config, record shape. Widths are small so the committed files stay small; the
 # per-head width varies (1 .. 16 dims per attention head) and the question/option counts
@@ -161,10 +163,31 @@ def make_case(mod, name: str, spec: dict, out_dir: Path) -> dict:
     tensors["oracle_fp32.logits"] = fp32_logits
     tensors["oracle_fp32.probs"] = fp32_probs
     path = out_dir / f"{name}.safetensors"
-    save_file(tensors, str(path), metadata={
-        "config": json.dumps(cfg), "record": json.dumps({"questions": record})})
+    metadata = {"config": json.dumps(cfg), "record": json.dumps({"questions": record})}
+    save_file(tensors, str(path), metadata=metadata)
+    fix_metadata_order(path, list(metadata))
     return {"case": name, "tokens": n_tokens, "questions": len(record),
             "options": int(flat_logits.numel()), "bytes": path.stat().st_size}
+
+
+def fix_metadata_order(path: Path, order: list[str]) -> None:
+    """Rewrite the header's __metadata__ members in `order`, in place.
+
+    safetensors keeps the metadata in a hash map, so with two or more keys their order in the
+    written header changes from run to run, and so would the fixture's bytes. Reordering the
+    members keeps the header the same length (the padding is untouched) and changes nothing else.
+    """
+    data = bytearray(path.read_bytes())
+    n = struct.unpack("<Q", data[:8])[0]
+    text = data[8:8 + n].decode("utf-8")
+    body = text.rstrip(" ")
+    header = json.loads(body)
+    if json.dumps(header, separators=(",", ":"), ensure_ascii=False) != body:
+        raise RuntimeError(f"{path}: header is not compact JSON as expected; not reordering it")
+    header["__metadata__"] = {k: header["__metadata__"][k] for k in order}
+    fixed = json.dumps(header, separators=(",", ":"), ensure_ascii=False) + text[len(body):]
+    data[8:8 + n] = fixed.encode("utf-8")
+    path.write_bytes(bytes(data))
 
 
 def main() -> None:
@@ -174,7 +197,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(1)
-    mod = oracle.load_oracle()
+    mod = clef_oracle.load_reference()
     for name, spec in CASES.items():
         print(json.dumps(make_case(mod, name, spec, out)))
 
