@@ -24,18 +24,9 @@
 
 static int byte_tokenize(const void *ctx, const char *text, size_t len, tok_ids *out) {
     (void)ctx;
-    if (out->count + len > out->cap) {
-        size_t cap = out->cap ? out->cap : 64;
-        while (cap < out->count + len)
-            cap *= 2;
-        int32_t *ids = realloc(out->ids, cap * sizeof *ids);
-        if (!ids)
-            return CLEF_ERR_OUT_OF_MEMORY;
-        out->ids = ids;
-        out->cap = cap;
-    }
     for (size_t i = 0; i < len; i++)
-        out->ids[out->count++] = (unsigned char)text[i];
+        if (tok_ids_push(out, (unsigned char)text[i]) != 0)
+            return CLEF_ERR_OUT_OF_MEMORY;
     return CLEF_OK;
 }
 

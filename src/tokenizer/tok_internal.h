@@ -245,6 +245,5 @@ void tok_added_free(tok_tokenizer *tok);
 int tok_encode_with_added(const tok_tokenizer *tok, const char *text, size_t len, tok_scratch *s,
                           tok_ids *out);
 
-int tok_ids_push(tok_ids *ids, int32_t id);
 
 #endif /* CLEF_TOKENIZER_TOK_INTERNAL_H */

@@ -24,6 +24,9 @@ typedef struct tok_ids {
 
 void tok_ids_free(tok_ids *ids);
 
+/* Append one id (the buffer grows geometrically); 0, or -1 when out of memory. */
+int tok_ids_push(tok_ids *ids, int32_t id);
+
 /*
  * Which pipeline to build from the files. They differ when tokenizer_config.json names a
  * tokenizer_class that transformers builds itself (docs/tokenizer.md, "Two pipelines").
