@@ -203,7 +203,8 @@ int clef_model_decide(clef_model *model, const char *request_json, size_t len,
                       char **response_json);
 
 /* Decide n requests. Each record runs at its own length and gets exactly the answer it would
- * get alone. statuses[i] and responses[i] are set for every i (responses[i] NULL where
+ * get alone; accepted records are packed in order into backbone forwards of at most
+ * max_length tokens together (no padding). statuses[i] and responses[i] are set for every i (responses[i] NULL where
  * statuses[i] < 0; the message of the LAST failure is in clef_last_error()). Returns CLEF_OK
  * when every request succeeded, else the first failing status. */
 int clef_model_decide_batch(clef_model *model, size_t n, const char *const *requests,

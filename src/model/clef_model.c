@@ -331,7 +331,8 @@ static void decision_free(decision *d) {
     memset(d, 0, sizeof *d);
 }
 
-static int decide_one(clef_model *m, const char *body, size_t len, decision *d) {
+/* Parse and encode one request and size its outputs: everything before the forward. */
+static int decision_prepare(clef_model *m, const char *body, size_t len, decision *d) {
     memset(d, 0, sizeof *d);
     if (!m || (!body && len))
         return clef_fail(CLEF_ERR_INVALID_ARG, "clef_model_decide: NULL model or request");
@@ -360,25 +361,64 @@ static int decide_one(clef_model *m, const char *body, size_t len, decision *d) 
         st = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "clef_model_decide: out of memory");
         goto err;
     }
-
-    pthread_mutex_lock(&m->lock);
-    int64_t seq[2] = {0, d->encoded.n_tokens};
-    st = qwen35_forward(m->backbone, 1, seq, d->encoded.ids);
-    if (!st) {
-        clef_lm_row_reader lm = {.ctx = &m->lm, .vocab_size = m->lm.tensor->shape[0],
-                                 .read_row = lm_read_row};
-        st = clef_joint_head_forward(m->head, qwen35_output(m->backbone),
-                                     qwen35_hidden_size(m->backbone), &d->encoded, &lm,
-                                     d->logits, d->probs);
-    }
-    pthread_mutex_unlock(&m->lock);
-    if (st)
-        goto err;
-    for (int64_t i = 0; i < d->n_options; i++)
-        d->probs_d[i] = d->probs[i];
     return CLEF_OK;
 err:
     decision_free(d);
+    return st;
+}
+
+/* Run prepared decisions d[0..n) through ONE backbone forward (their tokens side by side,
+ * each sequence at its own length: n_tokens of all together <= max_length, so the RunState
+ * planned at load holds them) and then the head, record by record, on each one's rows of the
+ * output. Rows do not depend on each other (backend.h), so every record gets exactly what it
+ * gets alone. ids is caller scratch of max_length entries (unused, may be NULL, when n == 1:
+ * the record's own ids are passed as they are); seq_start has n + 1 entries. */
+static int decisions_run(clef_model *m, decision *const *d, int64_t n, int32_t *ids,
+                         int64_t *seq_start) {
+    seq_start[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (n > 1)
+            memcpy(ids + seq_start[i], d[i]->encoded.ids,
+                   (size_t)d[i]->encoded.n_tokens * sizeof *ids);
+        seq_start[i + 1] = seq_start[i] + d[i]->encoded.n_tokens;
+    }
+    pthread_mutex_lock(&m->lock);
+    int st = qwen35_forward(m->backbone, n, seq_start, n > 1 ? ids : d[0]->encoded.ids);
+    int64_t D = qwen35_hidden_size(m->backbone);
+    clef_lm_row_reader lm = {.ctx = &m->lm, .vocab_size = m->lm.tensor->shape[0],
+                             .read_row = lm_read_row};
+    for (int64_t i = 0; i < n && !st; i++)
+        st = clef_joint_head_forward(m->head, qwen35_output(m->backbone) + seq_start[i] * D, D,
+                                     &d[i]->encoded, &lm, d[i]->logits, d[i]->probs);
+    pthread_mutex_unlock(&m->lock);
+    for (int64_t i = 0; i < n && !st; i++)
+        for (int64_t k = 0; k < d[i]->n_options; k++)
+            d[i]->probs_d[k] = d[i]->probs[k];
+    return st;
+}
+
+static int decide_one(clef_model *m, const char *body, size_t len, decision *d) {
+    int st = decision_prepare(m, body, len, d);
+    if (st)
+        return st;
+    decision *one = d;
+    int64_t seq_start[2];
+    if ((st = decisions_run(m, &one, 1, NULL, seq_start)))
+        decision_free(d);
+    return st;
+}
+
+/* The SystemOne answer body of a decided record. */
+static int decision_render(const clef_model *m, const decision *d, char **response) {
+    clef_strbuf out = {0};
+    const char *model = d->request->model ? d->request->model : m->name;
+    int st = clef_answers_render(d->request, &d->encoded, d->probs_d, (size_t)d->n_options, model,
+                                 &out);
+    if (!st)
+        st = clef_strbuf_status(&out);
+    if (!st)
+        *response = clef_strbuf_take(&out, NULL);
+    clef_strbuf_free(&out);
     return st;
 }
 
@@ -390,28 +430,66 @@ int clef_model_decide(clef_model *m, const char *request_json, size_t len, char 
     int st = decide_one(m, request_json, len, &d);
     if (st)
         return st;
-    clef_strbuf out = {0};
-    const char *model = d.request->model ? d.request->model : m->name;
-    st = clef_answers_render(d.request, &d.encoded, d.probs_d, (size_t)d.n_options, model, &out);
-    if (!st)
-        st = clef_strbuf_status(&out);
-    if (!st)
-        *response = clef_strbuf_take(&out, NULL);
-    clef_strbuf_free(&out);
+    st = decision_render(m, &d, response);
     decision_free(&d);
     return st;
 }
 
+/* Records are prepared one by one (a refused record fails alone), then the accepted ones are
+ * packed in request order into forwards of at most max_length tokens together: short records
+ * share one backbone pass instead of one pass each. */
 int clef_model_decide_batch(clef_model *m, size_t n, const char *const *requests,
                             const size_t *lens, char **responses, int *statuses) {
     if (!m || (n && (!requests || !lens || !responses || !statuses)))
         return clef_fail(CLEF_ERR_INVALID_ARG, "clef_model_decide_batch: NULL argument");
+    if (n == 0)
+        return CLEF_OK;
+    int64_t max_tokens = m->params.max_length;
+    decision *all = calloc(n, sizeof *all);
+    decision **group = malloc(n * sizeof *group);
+    int32_t *ids = malloc((size_t)max_tokens * sizeof *ids);
+    int64_t *seq_start = malloc((n + 1) * sizeof *seq_start);
+    if (!all || !group || !ids || !seq_start) {
+        free(all);
+        free(group);
+        free(ids);
+        free(seq_start);
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "clef_model_decide_batch: out of memory");
+    }
     int first = CLEF_OK;
     for (size_t i = 0; i < n; i++) {
-        statuses[i] = clef_model_decide(m, requests[i], lens[i], &responses[i]);
+        responses[i] = NULL;
+        statuses[i] = decision_prepare(m, requests[i], lens[i], &all[i]);
+    }
+    for (size_t i = 0; i < n;) {
+        /* the next group: accepted records in order while their tokens fit */
+        int64_t n_group = 0, tokens = 0;
+        size_t j = i;
+        for (; j < n; j++) {
+            if (statuses[j])
+                continue;
+            if (n_group && tokens + all[j].encoded.n_tokens > max_tokens)
+                break;
+            tokens += all[j].encoded.n_tokens;
+            group[n_group++] = &all[j];
+        }
+        int st = n_group ? decisions_run(m, group, n_group, ids, seq_start) : CLEF_OK;
+        for (size_t k = i; k < j; k++) {
+            if (statuses[k])
+                continue;
+            statuses[k] = st ? st : decision_render(m, &all[k], &responses[k]);
+        }
+        i = j;
+    }
+    for (size_t i = 0; i < n; i++) {
         if (statuses[i] && !first)
             first = statuses[i];
+        decision_free(&all[i]);
     }
+    free(all);
+    free(group);
+    free(ids);
+    free(seq_start);
     return first;
 }
 

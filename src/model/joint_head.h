@@ -24,7 +24,7 @@
  * option-span token ids are read.
  *
  * Thread safety: a loaded head is read-only, but its workspace is not: one forward at a time
- * per clef_joint_head (the model runs records of a batch one after another through it).
+ * per clef_joint_head (the model runs the records of a packed batch through it one by one).
  */
 #ifndef CLEF_MODEL_JOINT_HEAD_H
 #define CLEF_MODEL_JOINT_HEAD_H

@@ -205,6 +205,25 @@ int main(int argc, char **argv) {
         clef_string_free(responses[i]);
     }
 
+    /* a refused record inside a batch fails alone; its neighbours (packed into one forward
+     * around it) still get exactly their answers */
+    {
+        const char *mixed[3] = {requests[0], "{\"state\":", requests[n - 1]};
+        size_t mixed_lens[3] = {strlen(requests[0]), 9, strlen(requests[n - 1])};
+        char *mixed_out[3] = {NULL, NULL, NULL};
+        int mixed_st[3] = {0, 0, 0};
+        CHECK_EQ_INT(clef_model_decide_batch(model, 3, mixed, mixed_lens, mixed_out, mixed_st),
+                     CLEF_ERR_REQUEST_JSON);
+        CHECK_EQ_INT(mixed_st[0], CLEF_OK);
+        CHECK_EQ_INT(mixed_st[1], CLEF_ERR_REQUEST_JSON);
+        CHECK_EQ_INT(mixed_st[2], CLEF_OK);
+        CHECK(mixed_out[1] == NULL);
+        CHECK(mixed_out[0] && alone[0] && !strcmp(mixed_out[0], alone[0]));
+        CHECK(mixed_out[2] && alone[n - 1] && !strcmp(mixed_out[2], alone[n - 1]));
+        for (int i = 0; i < 3; i++)
+            clef_string_free(mixed_out[i]);
+    }
+
     /* refusals */
     char *out = NULL;
     CHECK_EQ_INT(clef_model_decide(model, "{\"state\":", 9, &out), CLEF_ERR_REQUEST_JSON);
