@@ -148,7 +148,7 @@ static const clef_tensor_info *model_find(void *user, const char *name) {
 
 static int model_read(void *user, const clef_tensor_info *t, void *dst) {
     clef_model *m = user;
-    int st = clef_release_read(m->release, t, dst);
+    int st = clef_release_read_threads(m->release, t, dst, m->params.n_threads);
     m->load_done += t->n_bytes;
     progress(m, "weights", m->load_done, m->load_total);
     return st;

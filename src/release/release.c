@@ -31,6 +31,7 @@
 #include "release/values.h"
 
 #include <errno.h>
+#include <omp.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -611,6 +612,37 @@ int clef_release_read(const clef_release *rel, const clef_tensor_info *t, void *
     if (t->n_bytes > SIZE_MAX)
         return clef_fail(CLEF_ERR_INVALID_ARG, "tensor '%s' is too large for this platform", t->name);
     return clef_file_pread(&rel->files[t->file].file, dst, (size_t)t->n_bytes, t->offset);
+}
+
+/* Below this, one pread beats starting threads; above it each thread gets >= 8 MiB. */
+#define PARALLEL_READ_MIN (16u << 20)
+#define PARALLEL_READ_PIECE (8u << 20)
+
+int clef_release_read_threads(const clef_release *rel, const clef_tensor_info *t, void *dst,
+                              int n_threads) {
+    if (!rel || !t || t->n_bytes < PARALLEL_READ_MIN || t->n_bytes > SIZE_MAX ||
+        t->file < 0 || (size_t)t->file >= rel->n_files || !dst)
+        return clef_release_read(rel, t, dst);
+    if (n_threads <= 0)
+        n_threads = omp_get_max_threads();
+    int64_t pieces = (int64_t)(t->n_bytes / PARALLEL_READ_PIECE);
+    if (pieces > n_threads)
+        pieces = n_threads;
+    if (pieces < 2)
+        return clef_release_read(rel, t, dst);
+    /* Each piece fails into its own slot: clef_fail messages are per thread, so the caller
+     * re-reads a failed piece itself to report it. */
+    int failed = 0;
+    const clef_file *f = &rel->files[t->file].file;
+    const uint64_t n = t->n_bytes;
+#pragma omp parallel for num_threads((int)pieces) schedule(static) reduction(| : failed)
+    for (int64_t i = 0; i < pieces; i++) {
+        uint64_t begin = n * (uint64_t)i / (uint64_t)pieces;
+        uint64_t end = n * (uint64_t)(i + 1) / (uint64_t)pieces;
+        if (clef_file_pread(f, (char *)dst + begin, (size_t)(end - begin), t->offset + begin))
+            failed = 1;
+    }
+    return failed ? clef_release_read(rel, t, dst) : CLEF_OK;
 }
 
 int clef_release_map(const clef_release *rel, const clef_tensor_info *t, clef_tensor_map *out) {

@@ -175,6 +175,12 @@ uint64_t clef_release_file_size(const clef_release *rel, size_t i);
  * its final place. */
 int clef_release_read(const clef_release *rel, const clef_tensor_info *t, void *dst);
 
+/* clef_release_read with the tensor split into contiguous pieces read by up to n_threads
+ * threads at once (0 = all available). A tensor under 16 MiB is read by one thread. Same
+ * bytes, same errors (a failed piece is re-read by the calling thread for the message). */
+int clef_release_read_threads(const clef_release *rel, const clef_tensor_info *t, void *dst,
+                              int n_threads);
+
 /* A tensor's bytes mapped read-only (no copy at all: for weights used in place, e.g. the CPU
  * backend's BF16 matrices). data is valid until clef_release_unmap; the mapping outlives
  * neither the release nor its files. */
