@@ -199,17 +199,24 @@ int st_set_header_len(const scratch *s, const char *name, uint64_t len) {
     return file_write_at(s, name, 0, b, 8);
 }
 
-int st_set_field(const scratch *s, const char *name, const char *tensor, const char *field,
-                 const char *json_value) {
+/* The JSON header text of shard name (malloc'd, NUL-terminated), or NULL. */
+static char *st_header_text(const scratch *s, const char *name) {
     char *path = scratch_path(s, name), *buf = NULL;
     size_t len = 0;
     int rc = read_all(path, &buf, &len);
     free(path);
     if (rc != 0)
-        return rc;
-    uint64_t n = le64((unsigned char *)buf);
-    char *header = strndup(buf + 8, (size_t)n);
+        return NULL;
+    char *header = len >= 8 ? strndup(buf + 8, (size_t)le64((unsigned char *)buf)) : NULL;
     free(buf);
+    return header;
+}
+
+int st_set_field(const scratch *s, const char *name, const char *tensor, const char *field,
+                 const char *json_value) {
+    char *header = st_header_text(s, name);
+    if (!header)
+        return -1;
     char key[512], fkey[64];
     snprintf(key, sizeof key, "\"%s\":{", tensor);
     snprintf(fkey, sizeof fkey, "\"%s\":", field);
@@ -230,22 +237,16 @@ int st_set_field(const scratch *s, const char *name, const char *tensor, const c
     size_t out_len = (size_t)(v - header) + strlen(json_value) + strlen(e) + 1;
     char *out = malloc(out_len);
     snprintf(out, out_len, "%.*s%s%s", (int)(v - header), header, json_value, e);
-    rc = st_set_header_text(s, name, out);
+    int rc = st_set_header_text(s, name, out);
     free(out);
     free(header);
     return rc;
 }
 
 int st_replace_in_header(const scratch *s, const char *name, const char *old, const char *new_text) {
-    char *path = scratch_path(s, name), *buf = NULL;
-    size_t len = 0;
-    int rc = read_all(path, &buf, &len);
-    free(path);
-    if (rc != 0)
-        return rc;
-    uint64_t n = le64((unsigned char *)buf);
-    char *header = strndup(buf + 8, (size_t)n);
-    free(buf);
+    char *header = st_header_text(s, name);
+    if (!header)
+        return -1;
     char *at = strstr(header, old);
     if (!at) {
         free(header);
@@ -254,7 +255,7 @@ int st_replace_in_header(const scratch *s, const char *name, const char *old, co
     size_t out_len = strlen(header) - strlen(old) + strlen(new_text) + 1;
     char *out = malloc(out_len);
     snprintf(out, out_len, "%.*s%s%s", (int)(at - header), header, new_text, at + strlen(old));
-    rc = st_set_header_text(s, name, out);
+    int rc = st_set_header_text(s, name, out);
     free(out);
     free(header);
     return rc;
