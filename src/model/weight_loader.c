@@ -239,9 +239,9 @@ static int find_vector(clef_weight_loader *L, const char *name, const int64_t *s
 
 int clef_weight_load_vector(clef_weight_loader *L, const char *name, const int64_t *shape,
                             int n_dims, float **out) {
-    const clef_tensor_info *t;
-    clef_scalar_kind kind;
-    size_t n;
+    const clef_tensor_info *t = NULL;
+    clef_scalar_kind kind = CLEF_SCALAR_F32;
+    size_t n = 0;
     int st = find_vector(L, name, shape, n_dims, &t, &kind, &n);
     if (st)
         return st;
@@ -268,9 +268,9 @@ int clef_weight_load_vector(clef_weight_loader *L, const char *name, const int64
 
 int clef_weight_read_host_f32(clef_weight_loader *L, const char *name, const int64_t *shape,
                               int n_dims, float *dst) {
-    const clef_tensor_info *t;
-    clef_scalar_kind kind;
-    size_t n;
+    const clef_tensor_info *t = NULL;
+    clef_scalar_kind kind = CLEF_SCALAR_F32;
+    size_t n = 0;
     int st = find_vector(L, name, shape, n_dims, &t, &kind, &n);
     if (st)
         return st;
