@@ -48,6 +48,7 @@ void cpu_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const 
 
 void cpu_get_rows(clef_backend *be, const clef_matrix *e, int64_t n, const int32_t *ids, float *y,
                   int64_t ldy) {
+    CLEF_ASSERT(e->type == CLEF_WTYPE_F32 || e->type == CLEF_WTYPE_BF16); /* F16: prepared */
     const int64_t D = e->cols;
 #pragma omp parallel for num_threads(be->n_threads) schedule(static)
     for (int64_t t = 0; t < n; t++) {
