@@ -271,7 +271,7 @@ static int load_norm(head_loader *L, const char *prefix, int64_t dim, head_norm 
 
 static int load_linear(head_loader *L, const char *prefix, int64_t out, int64_t in,
                        int with_bias, head_linear *lin) {
-    char name[160];
+    char name[192]; /* prefix comes from a 160-byte name (load_attention) + ".weight" */
     snprintf(name, sizeof name, "%s.weight", prefix);
     int st = load_matrix(L, name, out, in, &lin->w);
     if (st || !with_bias)
