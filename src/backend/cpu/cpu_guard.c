@@ -10,24 +10,30 @@
  * Arena: a bump allocator over the reservation (64-byte aligned blocks). A released block is
  * given back to the kernel (madvise) but its addresses are not reused until every block is
  * released, when the arena starts over; that is enough for tests, which load, run and free.
- * The guard is process-wide page protection, so one guarded backend must not run ops while
- * another thread uses it (the backend contract already says one op at a time).
+ * Several threads may run ops on one arena at once (forked handles sharing the parent's
+ * memory): the arena is opened by the first op to enter and closed by the last to leave
+ * (a count under a mutex), and a block allocated while it is open is opened at once. While
+ * any op runs, a host access from another thread goes unnoticed; the tests that use the guard
+ * run one op at a time.
  */
 #include "backend/cpu/cpu_internal.h"
 
 #include "core/error.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 struct cpu_guard {
-    char *base;          /* the reservation */
-    size_t reserved;     /* its bytes */
-    size_t used;         /* bump pointer */
-    size_t open_bytes;   /* bytes currently mapped read-write (page multiple of used) */
-    size_t live;         /* blocks allocated and not yet released */
+    pthread_mutex_t lock; /* guards every field below */
+    char *base;           /* the reservation */
+    size_t reserved;      /* its bytes */
+    size_t used;          /* bump pointer */
+    size_t open_bytes;    /* bytes currently mapped read-write (a page multiple >= used) */
+    int open_count;       /* ops, reads and writes running now */
+    size_t live;          /* blocks allocated and not yet released */
     size_t page;
 };
 
@@ -48,6 +54,7 @@ int cpu_guard_create(size_t reserve_bytes, cpu_guard **out) {
                          reserve_bytes);
     }
     g->base = p;
+    pthread_mutex_init(&g->lock, NULL);
     *out = g;
     return CLEF_OK;
 }
@@ -56,33 +63,53 @@ void cpu_guard_free(cpu_guard *g) {
     if (!g)
         return;
     munmap(g->base, g->reserved);
+    pthread_mutex_destroy(&g->lock);
     free(g);
 }
 
-/* Make the arena's used pages accessible (open) or not (close). */
+/* Map the used pages read-write up to `used` (lock held). */
+static void open_to_used(cpu_guard *g) {
+    size_t bytes = round_up(g->used, g->page);
+    if (bytes > g->open_bytes)
+        CLEF_ASSERT(mprotect(g->base + g->open_bytes, bytes - g->open_bytes,
+                             PROT_READ | PROT_WRITE) == 0);
+    g->open_bytes = bytes > g->open_bytes ? bytes : g->open_bytes;
+}
+
+/* Make the arena accessible for the op about to run (open) or, when the last running op
+ * leaves, inaccessible again (close). */
 static void guard_open(clef_backend *be) {
     cpu_guard *g = cpu_ctx(be)->guard;
-    size_t bytes = round_up(g->used, g->page);
-    if (bytes)
-        CLEF_ASSERT(mprotect(g->base, bytes, PROT_READ | PROT_WRITE) == 0);
-    g->open_bytes = bytes;
+    pthread_mutex_lock(&g->lock);
+    if (g->open_count++ == 0)
+        open_to_used(g);
+    pthread_mutex_unlock(&g->lock);
 }
 
 static void guard_close(clef_backend *be) {
     cpu_guard *g = cpu_ctx(be)->guard;
-    if (g->open_bytes)
+    pthread_mutex_lock(&g->lock);
+    CLEF_ASSERT(g->open_count > 0);
+    if (--g->open_count == 0 && g->open_bytes) {
         CLEF_ASSERT(mprotect(g->base, g->open_bytes, PROT_NONE) == 0);
-    g->open_bytes = 0;
+        g->open_bytes = 0;
+    }
+    pthread_mutex_unlock(&g->lock);
 }
 
 static void *guard_alloc(clef_backend *be, size_t bytes) {
     cpu_guard *g = cpu_ctx(be)->guard;
     size_t size = round_up(bytes ? bytes : 1, 64);
-    if (size > g->reserved - g->used)
-        return NULL;
-    void *p = g->base + g->used;
-    g->used += size;
-    g->live++;
+    void *p = NULL;
+    pthread_mutex_lock(&g->lock);
+    if (size <= g->reserved - g->used) {
+        p = g->base + g->used;
+        g->used += size;
+        g->live++;
+        if (g->open_count) /* ops are running on this arena: the new block is open too */
+            open_to_used(g);
+    }
+    pthread_mutex_unlock(&g->lock);
     return p;
 }
 
@@ -90,11 +117,14 @@ static void guard_release(clef_backend *be, void *buf) {
     cpu_guard *g = cpu_ctx(be)->guard;
     if (!buf)
         return;
+    pthread_mutex_lock(&g->lock);
     CLEF_ASSERT((char *)buf >= g->base && (char *)buf < g->base + g->used && g->live > 0);
-    if (--g->live == 0) { /* everything released: give the pages back and start over */
+    if (--g->live == 0 && g->open_count == 0) {
+        /* everything released: give the pages back and start over */
         madvise(g->base, round_up(g->used, g->page), MADV_DONTNEED);
         g->used = 0;
     }
+    pthread_mutex_unlock(&g->lock);
 }
 
 static int guard_write(clef_backend *be, void *dst, const void *host_src, size_t bytes) {
