@@ -262,7 +262,9 @@ struct clef_backend {
     const clef_backend_ops *ops;
     void *ctx;          /* the implementation's state */
     int n_threads;      /* worker threads the backend uses per op */
-    int host_visible;   /* 1: buffers are host memory (tensors may be read straight in) */
+    int host_visible;   /* 1: buffers are host memory, so a weight loader may read tensors
+                         * straight in; model forward code never looks at it (and never
+                         * dereferences backend memory, see write/read above) */
 };
 
 /* ---- creation ------------------------------------------------------------------------------ */
