@@ -169,7 +169,7 @@ typedef struct clef_model_params {
     int32_t n_threads;       /* CPU threads for the forward; 0 = all available */
     int32_t max_length;      /* tokens per record, prompt included; 0 = 16384 (the reference
                                 default). Sizes the workspace. */
-    int32_t max_questions;   /* questions per record; 0 = 64 (api.md) */
+    int32_t max_questions;   /* questions per record; 0 = 64 (docs/encoding.md) */
     int32_t max_options;     /* options per record, all questions together; 0 = 16320
                                 (64 questions x 255 options). Sizes the head's workspace. */
     clef_truncation truncation; /* default CLEF_TRUNCATION_TRUNCATE */
@@ -196,7 +196,7 @@ int32_t clef_model_max_length(const clef_model *model); /* tokens per record */
 uint64_t clef_model_weight_bytes(const clef_model *model);    /* weights held in memory */
 uint64_t clef_model_workspace_bytes(const clef_model *model); /* workspace planned at load */
 
-/* Decide one request. request_json[0..len) is a SystemOne body or a record (spec/api.md):
+/* Decide one request. request_json[0..len) is a SystemOne body or a record (docs/encoding.md):
  * {"model"?, "id"?, "state", "questions", "images"?, "videos"?}; a missing "model" is
  * answered with clef_model_name(). On success *response_json is the SystemOne response body
  * {"model","answers","usage"} as Python's json.dumps would write it (NUL-terminated, owned by
