@@ -10,7 +10,8 @@
  * a missing --state-file is an error, not a state string; --threads above the cores is capped
  * with a warning; a missing release or a bad record exits 1 with the message on stderr; a bad
  * record is refused BEFORE the release is opened (shown on a release whose shard is
- * truncated: the record's error, not the release's, is reported).
+ * truncated: the record's error, not the release's, is reported); a FIFO in place of
+ * config.json is refused at once.
  */
 #include "test.h"
 #include "run_cmd.h"
@@ -249,6 +250,19 @@ int main(int argc, char **argv) {
     CHECK_MSG(has(err, "cannot load") && has(err, "model.safetensors"), "stderr: %s", err);
     free(out);
     free(err);
+    /* A FIFO in place of config.json: refused at once, not waited on (run_cmd's timeout
+     * would turn a hang into exit 124). */
+    snprintf(rel, sizeof rel, "%s/fifo", dir);
+    snprintf(cmd, sizeof cmd, "cp -r demo/clef-demo %s && rm %s/config.json && mkfifo %s/config.json",
+             rel, rel, rel);
+    CHECK(system(cmd) == 0);
+    snprintf(args, sizeof args, "run --model %s --json --record demo/record.json", rel);
+    CHECK_EQ_INT(run2(args, &out, &err), 1);
+    CHECK_MSG(has(err, "config.json' is a FIFO (named pipe), not a regular file (not a regular file)"),
+              "stderr: %s", err);
+    free(out);
+    free(err);
+
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
 
