@@ -2,11 +2,15 @@
  * test_release_damaged.c — damaged and mismatched releases are refused, each with its own
  * status code and a message naming the file and the tensor or field.
  *
- * Each case copies a committed fixture release into a temporary directory, damages it in one
- * precise way (truncates a shard, rewrites a header field, edits a JSON file, moves a file out
- * through a symlink...), opens it, and checks the exact status and that the message contains
- * the name it must name. The copy is removed afterwards. Runs under ASan + UBSan in CI (no
- * crash, no leak).
+ * Each case of damage_cases.c copies a committed release into a temporary directory, checks
+ * that the intact copy passes, damages it in one precise way (truncates a shard, rewrites a
+ * header field, edits a JSON file, makes a file a FIFO or a directory, moves it out through a
+ * symlink, links it to other bytes, puts a NaN in a weight...), and runs the check where it
+ * must be refused: clef_release_open, or for tokenizer files clef_release_check_tokenizer,
+ * or for weight values clef_release_scan_values. It checks the exact status, that the message
+ * names what it must name and never holds bytes of a file that was refused. An alarm per case
+ * turns a hang (a FIFO opened for a blocking read) into a failure. The copy is removed
+ * afterwards. Runs under ASan + UBSan in CI (no crash, no leak).
  */
 #include "test.h"
 
