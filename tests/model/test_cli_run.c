@@ -39,7 +39,7 @@ static int run2(const char *args, char **out, char **err) {
 
 static int run(const char *args, char **out) { return run2(args, out, NULL); }
 
-static int has(const char *text, const char *what) { return text && strstr(text, what) != NULL; }
+static int has(const char *text, const char *what) { return strstr(text ? text : "", what) != NULL; }
 
 /* Write the record's "questions" and "state" values to files in dir, as JSON. */
 static int split_record(const char *dir, char *questions_path, char *state_path, size_t cap) {

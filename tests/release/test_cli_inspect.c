@@ -107,7 +107,8 @@ static void check_sound_release(const fixture_case *c) {
     scratch_remove(&s);
 }
 
-static int contains(const char *text, const char *what) { return text && strstr(text, what) != NULL; }
+/* text may be NULL (a JSON field that is not a string): then it contains nothing */
+static int contains(const char *text, const char *what) { return strstr(text ? text : "", what) != NULL; }
 
 static void check_table_statements(void) {
     char cmd[1024], *out = NULL;

@@ -84,16 +84,17 @@ static void dtype_list(const group_stats *g, char *buf, size_t cap, int json) {
     }
 }
 
-/* One line per file on a terminal (rewritten in place), plain lines in a log. */
+/* Progress of --verify on stderr: one line per file or weight on a terminal (rewritten in
+ * place); in a log, one line per hashed file (a handful) but not per weight (thousands). */
 static void progress(void *user, const char *file, size_t i, size_t n, uint64_t bytes) {
     const char *what = user; /* "SHA-256" or "values" */
-    const int tty = isatty(STDERR_FILENO);
-    if (file && tty)
-        fprintf(stderr, "\rverifying %s %zu/%zu: %s (%.1f MB)\033[K", what, i + 1, n, file,
-                (double)bytes / 1e6);
+    const int tty = isatty(STDERR_FILENO), hashing = !strcmp(what, "SHA-256");
+    if (file && (tty || hashing))
+        fprintf(stderr, "%sverifying %s %zu/%zu: %s (%.1f MB)%s", tty ? "\r" : "", what, i + 1,
+                n, file, (double)bytes / 1e6, tty ? "\033[K" : "\n");
     else if (!file)
         fprintf(stderr, "%sverified %s of %zu %s%s\n", tty ? "\r" : "", what, n,
-                strcmp(what, "SHA-256") ? "tensors" : "files", tty ? "\033[K" : "");
+                hashing ? "files" : "tensors", tty ? "\033[K" : "");
 }
 
 static void print_table(const clef_release *rel, const group_stats *groups, const inspect_checks *k) {
