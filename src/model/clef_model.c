@@ -35,6 +35,7 @@
 #include "model/weight_loader.h"
 #include "model/qwen35.h"
 #include "release/release.h"
+#include "release/values.h"
 #include "tokenizer/tokenizer.h"
 
 #include <pthread.h>
@@ -145,6 +146,11 @@ static const clef_tensor_info *model_find(void *user, const char *name) {
 static int model_read(void *user, const clef_tensor_info *t, void *dst) {
     clef_model *m = user;
     int st = clef_release_read_threads(m->release, t, dst, m->params.n_threads);
+    /* A NaN or Inf weight is refused here, by name, rather than surfacing later as a NaN
+     * probability that looks like the record's fault. */
+    if (st == CLEF_OK)
+        st = clef_check_weight_finite(t, clef_release_file_name(m->release, (size_t)t->file), dst,
+                                      t->n_bytes, 0);
     m->load_done += t->n_bytes;
     progress(m, "weights", m->load_done, m->load_total);
     return st;
