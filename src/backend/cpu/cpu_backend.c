@@ -1,6 +1,6 @@
 /*
- * cpu_backend.c — the CPU backend: creation (threads, per-thread GEMM packing buffers), host
- * memory, and the op table wiring the implementations of the other cpu_*.c files.
+ * cpu_backend.c — the CPU backend: creation and forks (threads, per-thread GEMM packing
+ * buffers), host memory, and the op table wiring the implementations of the other cpu_*.c files.
  * Every op is fp32 and multi-threaded with OpenMP inside the op; the backend is the exact
  * reference the other backends are tested against.
  */
@@ -53,9 +53,12 @@ static void cpu_free(clef_backend *be) {
     free(be);
 }
 
+static int cpu_fork(clef_backend *parent, clef_backend **child);
+
 static const clef_backend_ops cpu_ops = {
     .name = "cpu",
     .free = cpu_free,
+    .fork = cpu_fork,
     .alloc = cpu_alloc,
     .release = cpu_release,
     .write = cpu_copy,
@@ -66,14 +69,14 @@ static const clef_backend_ops cpu_ops = {
     .rmsnorm = cpu_rmsnorm,
     .rmsnorm_gated = cpu_rmsnorm_gated,
     .layernorm = cpu_layernorm,
-    .conv1d_causal_silu = cpu_conv1d_causal_silu,
+    .conv1d_causal_silu = cpu_conv1d_causal_silu_seqs,
     .gdn_gates = cpu_gdn_gates,
-    .gdn = cpu_gdn,
-    .gdn_workspace_size = cpu_gdn_workspace_size,
+    .gdn = cpu_gdn_seqs,
+    .gdn_workspace_size = cpu_gdn_workspace_size_seqs,
     .rope_table = cpu_rope_table,
     .rope_apply = cpu_rope_apply,
-    .attention = cpu_attention,
-    .attention_workspace_size = cpu_attention_workspace_size,
+    .attention = cpu_attention_seqs,
+    .attention_workspace_size = cpu_attention_workspace_size_seqs,
     .softmax = cpu_softmax,
     .unary = cpu_unary,
     .mul_sigmoid = cpu_mul_sigmoid,
@@ -81,15 +84,8 @@ static const clef_backend_ops cpu_ops = {
     .add = cpu_add,
 };
 
-int clef_backend_cpu_create(const clef_backend_params *params, clef_backend **out) {
-    if (!out)
-        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_backend_cpu_create: out is NULL");
-    *out = NULL;
-    clef_backend_params p = params ? *params : clef_backend_default_params();
-    if (p.n_threads < 0)
-        return clef_fail(CLEF_ERR_INVALID_ARG, "cpu backend: n_threads = %d, expected >= 0",
-                         p.n_threads);
-    int n_threads = p.n_threads > 0 ? p.n_threads : omp_get_max_threads();
+/* A CPU backend of n_threads threads with its own packing buffers. */
+static int cpu_new(int n_threads, clef_backend **out) {
     clef_backend *be = calloc(1, sizeof *be);
     cpu_context *ctx = calloc(1, sizeof *ctx);
     if (!be || !ctx) {
@@ -116,4 +112,21 @@ err:
     cpu_free(be);
     return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "cpu backend: out of memory for %d packing buffers",
                      n_threads);
+}
+
+/* Host memory is one for all: a fork is a shallow copy of the parent (same threads, same
+ * op table) whose only state of its own is the packing buffers, the scratch its ops write. */
+static int cpu_fork(clef_backend *parent, clef_backend **child) {
+    return cpu_new(parent->n_threads, child);
+}
+
+int clef_backend_cpu_create(const clef_backend_params *params, clef_backend **out) {
+    if (!out)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_backend_cpu_create: out is NULL");
+    *out = NULL;
+    clef_backend_params p = params ? *params : clef_backend_default_params();
+    if (p.n_threads < 0)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "cpu backend: n_threads = %d, expected >= 0",
+                         p.n_threads);
+    return cpu_new(p.n_threads > 0 ? p.n_threads : omp_get_max_threads(), out);
 }

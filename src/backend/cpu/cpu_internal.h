@@ -69,4 +69,14 @@ void cpu_gdn_gates(clef_backend *be, int64_t T, int64_t H, const float *a, int64
 void cpu_gdn(clef_backend *be, const clef_gdn_args *args, void *scratch);
 size_t cpu_gdn_workspace_size(clef_backend *be, const clef_gdn_args *args);
 
+/* cpu_seqs.c: the op-table entries for packed sequences (clef_seqs), looping the kernels
+ * above over the sequences */
+void cpu_conv1d_causal_silu_seqs(clef_backend *be, int64_t T, int64_t C, int64_t K,
+                                 const float *x, int64_t ldx, const float *w, const float *prev,
+                                 float *y, int64_t ldy, const clef_seqs *seqs);
+void cpu_gdn_seqs(clef_backend *be, const clef_gdn_args *args, void *scratch);
+size_t cpu_gdn_workspace_size_seqs(clef_backend *be, const clef_gdn_args *args);
+void cpu_attention_seqs(clef_backend *be, const clef_attention_args *args, void *scratch);
+size_t cpu_attention_workspace_size_seqs(clef_backend *be, const clef_attention_args *args);
+
 #endif /* CLEF_BACKEND_CPU_INTERNAL_H */
