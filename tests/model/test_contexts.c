@@ -35,6 +35,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
 #define N_MIXED 100
 #define BATCH 4
 
@@ -419,8 +427,14 @@ int main(int argc, char **argv) {
     const long long bound = (long long)ws + (long long)ws / 8 + (4ll << 20);
     CHECK_MSG((long long)weights > bound - (long long)ws, "weights %llu bytes do not exceed the "
               "slack %lld: the bound below could hide a copy", weights, bound - (long long)ws);
+#if defined(UNDER_TSAN)
+    /* ThreadSanitizer shadows every byte several times over: the bound is for plain and ASan
+     * builds (CI); a TSan build checks the concurrency below and only prints the numbers. */
+    printf("RSS bound not checked under ThreadSanitizer (bound %lld)\n", bound);
+#else
     CHECK_MSG(growth <= bound, "context 2 added %lld bytes of RSS, more than its workspace "
               "%llu (+ slack: %lld)", growth, ws, bound);
+#endif
 
     /* 3. two threads, two contexts, 100 mixed records at once */
     int which[N_MIXED];
