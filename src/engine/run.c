@@ -66,6 +66,11 @@ int clef_engine_run(clef_context *c, clef_prepared *const *recs, size_t n, int *
     c->seq_start[0] = 0;
     int st = CLEF_OK;
     for (size_t i = 0; i < n && !st; i++) {
+        if (!recs[i] || recs[i]->lm != &m->lm) {
+            st = clef_fail(CLEF_ERR_INVALID_ARG, "clef_engine_run: record %zu is NULL or was "
+                           "prepared on another model", i);
+            break;
+        }
         const clef_encoded_record *e = &recs[i]->encoded;
         if (e->n_tokens <= 0 || tokens + e->n_tokens > c->params.max_tokens) {
             st = clef_fail(CLEF_ERR_MODEL_STATE, "clef_engine_run: records 0..%zu take %lld+ "
