@@ -18,11 +18,16 @@
  *      two threads, each deciding its 50 on its own context — singly and in packed batches of
  *      several records per forward — at the same time. Every answer equals the sequential one
  *      byte for byte.
+ *   4. The engine's steps called one by one, as a scheduler does (src/engine/engine.h):
+ *      every record prepared, then ONE run over all of them on one context, then rendered:
+ *      the sequential answers again; a run over the context's tokens fails every record with
+ *      its own status and message; a record prepared on another model is refused.
  */
 #include "test.h"
 
 #include "clef.h"
 #include "core/io.h"
+#include "engine/engine.h"
 #include "core/strbuf.h"
 #include "json/json.h"
 #include "json/render.h"
@@ -468,7 +473,63 @@ int main(int argc, char **argv) {
     printf("%d of %d records decided on 2 contexts x 2 threads equal their sequential answers\n",
            same, N_MIXED);
 
-    /* a context refuses a packed run over its tokens and NULLs */
+    /* 4. prepare / run / render one by one: all records in one packed forward */
+    {
+        clef_prepared *prep[16] = {0};
+        int run_st[16], n_prep = 0;
+        char *run_msg[16] = {0};
+        int64_t tokens = 0;
+        for (int r = 0; r < n_rec; r++) {
+            CHECK_EQ_INT(clef_engine_prepare(model, CLEF_REQUEST_RECORD, NULL, requests[r],
+                                             strlen(requests[r]), NULL, &prep[r]), CLEF_OK);
+            n_prep += prep[r] != NULL;
+            tokens += clef_prepared_tokens(prep[r]);
+        }
+        clef_context_params all = cp;
+        all.max_tokens = (int32_t)tokens;
+        clef_context *big = NULL;
+        CHECK_EQ_INT(clef_context_create(model, &all, &big), CLEF_OK);
+        if (big && n_prep == n_rec) {
+            CHECK_EQ_INT(clef_engine_run(big, prep, (size_t)n_rec, run_st, run_msg), CLEF_OK);
+            for (int r = 0; r < n_rec; r++) {
+                char *answer = NULL;
+                CHECK_EQ_INT(run_st[r], CLEF_OK);
+                CHECK(run_msg[r] == NULL);
+                CHECK_EQ_INT(clef_engine_render(model, prep[r], &answer), CLEF_OK);
+                CHECK_MSG(answer && sequential[r] && !strcmp(answer, sequential[r]),
+                          "record %d: prepare/run/render in one packed forward of %lld tokens "
+                          "differs from the record alone", r, (long long)tokens);
+                clef_string_free(answer);
+            }
+            /* one forward over ctx[0]'s tokens: every record fails, each with the message */
+            CHECK_EQ_INT(clef_engine_run(ctx[0], prep, (size_t)n_rec, run_st, run_msg),
+                         CLEF_ERR_MODEL_STATE);
+            for (int r = 0; r < n_rec; r++) {
+                CHECK_EQ_INT(run_st[r], CLEF_ERR_MODEL_STATE);
+                CHECK_MSG(run_msg[r] && strstr(run_msg[r], "per forward"), "record %d: %s", r,
+                          run_msg[r] ? run_msg[r] : "(no message)");
+                clef_string_free(run_msg[r]);
+            }
+        }
+        /* a record prepared on another model (the demo itself) does not run here */
+        clef_model *other = NULL;
+        clef_prepared *foreign = NULL;
+        CHECK_EQ_INT(clef_model_load(release, &mp, &other), CLEF_OK);
+        if (other && big) {
+            CHECK_EQ_INT(clef_engine_prepare(other, CLEF_REQUEST_RECORD, NULL, requests[0],
+                                             strlen(requests[0]), NULL, &foreign), CLEF_OK);
+            int one_st = 0;
+            CHECK_EQ_INT(clef_engine_run(big, &foreign, 1, &one_st, NULL), CLEF_ERR_INVALID_ARG);
+            CHECK_EQ_INT(one_st, CLEF_ERR_INVALID_ARG);
+        }
+        clef_prepared_free(foreign);
+        clef_model_free(other);
+        clef_context_free(big);
+        for (int r = 0; r < n_rec; r++)
+            clef_prepared_free(prep[r]);
+    }
+
+    /* NULLs and bad params */
     clef_context *none = NULL;
     CHECK_EQ_INT(clef_context_create(NULL, NULL, &none), CLEF_ERR_INVALID_ARG);
     CHECK(none == NULL);
