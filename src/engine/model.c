@@ -16,6 +16,8 @@
 #include "core/log.h"
 #include "core/numeric.h"
 #include "engine/engine_internal.h"
+#include "model/weight_loader.h"
+#include "release/values.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,9 +88,20 @@ static const clef_tensor_info *model_find(void *user, const char *name) {
 static int model_read(void *user, const clef_tensor_info *t, void *dst) {
     clef_model *m = user;
     int st = clef_release_read_threads(m->release, t, dst, m->params.n_threads);
+    /* A NaN or Inf weight is refused here, by name, rather than surfacing later as a NaN
+     * probability that looks like the record's fault. */
+    if (st == CLEF_OK)
+        st = clef_check_weight_finite(t, clef_release_file_name(m->release, (size_t)t->file), dst,
+                                      t->n_bytes, 0);
     m->load_done += t->n_bytes;
     progress(m, "weights", m->load_done, m->load_total);
     return st;
+}
+
+/* A piece of a tensor (the weight loader stages big tensors piece by piece). */
+static int model_read_range(void *user, const clef_tensor_info *t, uint64_t offset, uint64_t n,
+                            void *dst) {
+    return clef_tensor_source_read_range_by_copy(model_read, user, t, offset, n, dst);
 }
 
 /* Bytes the backbone and the head will read (text.* and head.* tensors; lm_head is read by
@@ -198,7 +211,7 @@ int clef_model_load(const char *dir, const clef_model_params *params, clef_model
             [CLEF_QUANT_INT8_CONVROT] = "INT8 ConvRot",
         };
         st = clef_fail(CLEF_ERR_UNSUPPORTED,
-                       "release '%s' is %s: this build runs BF16 and F32 releases only "
+                       "release '%s' is %s: this build runs BF16, F16 and F32 releases only "
                        "(quantized weights are validated and shown by `clef inspect`, not run yet)",
                        dir, method_names[cfg->quant.method]);
         goto err;
@@ -212,7 +225,8 @@ int clef_model_load(const char *dir, const clef_model_params *params, clef_model
     /* 3. the weights of the backbone and the head (workspaces belong to contexts) */
     m->load_total = bytes_to_load(m->release);
     /* one source for both loaders: the release's tensors, counted for the progress line */
-    clef_tensor_source src = {.ctx = m, .find = model_find, .read = model_read};
+    clef_tensor_source src = {.ctx = m, .find = model_find, .read = model_read,
+                              .read_range = model_read_range};
     if ((st = qwen35_load(&cfg->text, &src, m->backend, &m->backbone)))
         goto err;
     if ((st = clef_joint_head_load(m->backend, &cfg->head, &src, NULL, &m->head)))

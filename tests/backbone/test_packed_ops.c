@@ -5,7 +5,8 @@
  * packed back to back must give, bit for bit, what one call per sequence gives (the
  * single-sequence ops are held to float64 references in test_cpu_ops.c). The packed calls run
  * on forks of the backend, two of them at the same time on two threads, so the test also shows
- * that forks share the parent's memory and run concurrently without disturbing each other.
+ * that forks share the parent's memory and run concurrently without disturbing each other;
+ * a fork of the guarded CPU backend (host access to buffers faults) shares its parent's arena.
  */
 #include "backend/backend.h"
 #include "clef.h"
@@ -261,6 +262,42 @@ int main(void) {
               "gdn on fork 1 next to attention on fork 2 differs from alone");
     CHECK_MSG(!memcmp(attn_o, attn_alone, sizeof(float) * (size_t)(T * Hq * d)),
               "attention on fork 2 next to gdn on fork 1 differs from alone");
+
+    /* a fork of the guarded CPU backend (buffers the host cannot touch) shares its parent's
+     * arena: data written through the parent, a packed op on the fork, read back through the
+     * fork, gives the same bits */
+    {
+        clef_backend_params gp = bp;
+        gp.guard_host_access = 1;
+        gp.guard_arena_bytes = (size_t)64 << 20;
+        clef_backend *gbe = NULL, *gfork = NULL;
+        CHECK_EQ_INT(clef_backend_cpu_create(&gp, &gbe), CLEF_OK);
+        CHECK_EQ_INT(clef_backend_fork(gbe, &gfork), CLEF_OK);
+        if (gbe && gfork) {
+            CHECK(gfork->host_visible == 0 && gfork->ops == gbe->ops);
+            const size_t xb = sizeof(float) * (size_t)(T * cv.ld), wb = sizeof(float) * (size_t)(cv.C * cv.K);
+            const size_t yb = sizeof(float) * (size_t)(T * cv.C), sb = sizeof(int32_t) * (N_SEQS + 1);
+            float *gx = clef_backend_alloc(gbe, xb), *gw = clef_backend_alloc(gbe, wb);
+            float *gy = clef_backend_alloc(gbe, yb);
+            int32_t *gs = clef_backend_alloc(gbe, sb);
+            CHECK_EQ_INT(clef_backend_write(gbe, gx, cv.x, xb), CLEF_OK);
+            CHECK_EQ_INT(clef_backend_write(gbe, gw, cv.w, wb), CLEF_OK);
+            CHECK_EQ_INT(clef_backend_write(gbe, gs, p.start_dev, sb), CLEF_OK);
+            clef_seqs gseqs = p.seqs;
+            gseqs.start_dev = gs;
+            clef_conv1d_causal_silu(gfork, T, cv.C, cv.K, gx, cv.ld, gw, NULL, gy, cv.C, &gseqs);
+            CHECK_EQ_INT(clef_backend_synchronize(gfork), CLEF_OK);
+            float *back = malloc(yb);
+            CHECK_EQ_INT(clef_backend_read(gfork, back, gy, yb), CLEF_OK);
+            conv_run(be, &cv, &p, 0, 0);
+            CHECK_MSG(!memcmp(back, cv.y, yb), "conv1d packed on a guarded fork differs");
+            free(back);
+            clef_backend_free(gfork);
+            clef_backend_release(gbe, gx), clef_backend_release(gbe, gw);
+            clef_backend_release(gbe, gy), clef_backend_release(gbe, gs);
+        }
+        clef_backend_free(gbe);
+    }
 
     free(conv_alone);
     free(gdn_alone);

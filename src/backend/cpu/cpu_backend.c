@@ -48,12 +48,20 @@ static void cpu_free(clef_backend *be) {
             for (int i = 0; i < ctx->n_threads; i++)
                 free(ctx->pack[i]);
         free(ctx->pack);
+        if (!ctx->shares_guard) /* a fork's arena is its parent's */
+            cpu_guard_free(ctx->guard);
         free(ctx);
     }
     free(be);
 }
 
 static int cpu_fork(clef_backend *parent, clef_backend **child);
+
+/* Every slot of the table is a pointer; the guarded variant (cpu_guard.c) must wrap each op,
+ * so a new op is a compile error here until it is added there too. */
+_Static_assert(sizeof(clef_backend_ops) == 36 * sizeof(void *),
+               "the op table changed: add the new op to cpu_guard_ops() in cpu_guard.c, "
+               "then update this count");
 
 static const clef_backend_ops cpu_ops = {
     .name = "cpu",
@@ -64,7 +72,11 @@ static const clef_backend_ops cpu_ops = {
     .write = cpu_copy,
     .read = cpu_copy,
     .synchronize = cpu_synchronize,
+    .supports_format = cpu_supports_format,
+    .prepared_size = cpu_prepared_size,
+    .prepare_matrix = cpu_prepare_matrix,
     .matmul = cpu_matmul,
+    .matmul_workspace_size = cpu_matmul_workspace_size,
     .get_rows = cpu_get_rows,
     .rmsnorm = cpu_rmsnorm,
     .rmsnorm_gated = cpu_rmsnorm_gated,
@@ -82,9 +94,16 @@ static const clef_backend_ops cpu_ops = {
     .mul_sigmoid = cpu_mul_sigmoid,
     .swiglu = cpu_swiglu,
     .add = cpu_add,
+    /* head ops */
+    .segment_sum = cpu_segment_sum,
+    .row_dot = cpu_row_dot,
+    .segment_softmax = cpu_segment_softmax,
+    .add_rows = cpu_add_rows,
+    .pair_features = cpu_pair_features,
+    .axpy = cpu_axpy,
 };
 
-/* A CPU backend of n_threads threads with its own packing buffers. */
+/* A plain CPU backend of n_threads threads with its own packing buffers. */
 static int cpu_new(int n_threads, clef_backend **out) {
     clef_backend *be = calloc(1, sizeof *be);
     cpu_context *ctx = calloc(1, sizeof *ctx);
@@ -114,10 +133,19 @@ err:
                      n_threads);
 }
 
-/* Host memory is one for all: a fork is a shallow copy of the parent (same threads, same
- * op table) whose only state of its own is the packing buffers, the scratch its ops write. */
+/* Host memory is one for all: a fork is a shallow copy of the parent (same threads, same op
+ * table, the guarded variant's arena shared with it) whose only state of its own is the
+ * packing buffers, the scratch its ops write. */
 static int cpu_fork(clef_backend *parent, clef_backend **child) {
-    return cpu_new(parent->n_threads, child);
+    int st = cpu_new(parent->n_threads, child);
+    if (st)
+        return st;
+    cpu_context *pc = cpu_ctx(parent), *cc = cpu_ctx(*child);
+    cc->guard = pc->guard;
+    cc->shares_guard = pc->guard != NULL;
+    (*child)->ops = parent->ops; /* the parent's table (guarded: in the parent's context) */
+    (*child)->host_visible = parent->host_visible;
+    return CLEF_OK;
 }
 
 int clef_backend_cpu_create(const clef_backend_params *params, clef_backend **out) {
@@ -128,5 +156,20 @@ int clef_backend_cpu_create(const clef_backend_params *params, clef_backend **ou
     if (p.n_threads < 0)
         return clef_fail(CLEF_ERR_INVALID_ARG, "cpu backend: n_threads = %d, expected >= 0",
                          p.n_threads);
-    return cpu_new(p.n_threads > 0 ? p.n_threads : omp_get_max_threads(), out);
+    clef_backend *be = NULL;
+    int st = cpu_new(p.n_threads > 0 ? p.n_threads : omp_get_max_threads(), &be);
+    if (st)
+        return st;
+    if (p.guard_host_access) {
+        cpu_context *ctx = cpu_ctx(be);
+        if ((st = cpu_guard_create(p.guard_arena_bytes, &ctx->guard))) {
+            cpu_free(be);
+            return st;
+        }
+        cpu_guard_ops(&cpu_ops, &ctx->guarded_ops);
+        be->ops = &ctx->guarded_ops;
+        be->host_visible = 0;
+    }
+    *out = be;
+    return CLEF_OK;
 }
