@@ -28,6 +28,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* CLEF_API marks what libclef exports. The library is built with hidden visibility, so the
+ * functions declared with it in include/ are the only symbols the shared library exports and
+ * the only global symbols of the installed static archive. */
+#ifndef CLEF_API
+#if defined(__GNUC__)
+#define CLEF_API __attribute__((visibility("default")))
+#else
+#define CLEF_API
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -37,7 +48,7 @@ extern "C" {
 #define CLEF_VERSION_PATCH 0
 
 /* Library version as "MAJOR.MINOR.PATCH". Static string. */
-const char *clef_version(void);
+CLEF_API const char *clef_version(void);
 
 /*
  * Status codes. 0 is success; every failure is negative and distinct, so scripts and
@@ -108,13 +119,13 @@ typedef enum clef_status {
 } clef_status;
 
 /* A short, static, human name for a status ("tensor shape mismatch"). Never NULL. */
-const char *clef_status_str(int status);
+CLEF_API const char *clef_status_str(int status);
 
 /*
  * The detailed message of the last failure on this thread, naming the file, tensor or field,
  * with expected vs got. Valid until the next libclef call on this thread. Never NULL.
  */
-const char *clef_last_error(void);
+CLEF_API const char *clef_last_error(void);
 
 /* Log levels for the callback. */
 typedef enum clef_log_level {
@@ -128,7 +139,7 @@ typedef enum clef_log_level {
 typedef void (*clef_log_callback)(clef_log_level level, const char *text, void *user);
 
 /* Route log lines to cb (NULL: the default, which writes WARN and ERROR to stderr). */
-void clef_log_set(clef_log_callback cb, void *user);
+CLEF_API void clef_log_set(clef_log_callback cb, void *user);
 
 /* ==== models, contexts and decisions ==========================================================
  *
@@ -188,25 +199,25 @@ typedef struct clef_model_params {
 } clef_model_params;
 
 /* The defaults above (every "0 = ..." field zero, backend NULL). */
-clef_model_params clef_model_default_params(void);
+CLEF_API clef_model_params clef_model_default_params(void);
 
 /* Open, validate and load the release in directory dir (see docs/release.md for what is
  * refused). params may be NULL (defaults). On success *out owns the model (free with
  * clef_model_free); on failure returns a negative status, clef_last_error() names the file,
  * tensor or field, and *out is NULL. An unknown params->backend is CLEF_ERR_UNSUPPORTED and
  * the message lists the backends this build has. */
-int clef_model_load(const char *dir, const clef_model_params *params, clef_model **out);
+CLEF_API int clef_model_load(const char *dir, const clef_model_params *params, clef_model **out);
 
 /* Free a model and everything it holds. Accepts NULL. Free its contexts first. */
-void clef_model_free(clef_model *model);
+CLEF_API void clef_model_free(clef_model *model);
 
 /* Facts about a loaded model. Strings live until clef_model_free. */
-const char *clef_model_name(const clef_model *model);   /* the release directory's base name */
-int32_t clef_model_max_length(const clef_model *model); /* tokens per record */
-uint64_t clef_model_weight_bytes(const clef_model *model);    /* weights held in memory, once */
+CLEF_API const char *clef_model_name(const clef_model *model);   /* the release directory's base name */
+CLEF_API int32_t clef_model_max_length(const clef_model *model); /* tokens per record */
+CLEF_API uint64_t clef_model_weight_bytes(const clef_model *model);    /* weights held in memory, once */
 /* Workspace bytes of the one-call path's default context: 0 until the first
  * clef_model_decide* call creates it (clef_context_workspace_bytes for any other context). */
-uint64_t clef_model_workspace_bytes(const clef_model *model);
+CLEF_API uint64_t clef_model_workspace_bytes(const clef_model *model);
 
 /* ---- contexts ---- */
 
@@ -217,17 +228,17 @@ typedef struct clef_context_params {
 } clef_context_params;
 
 /* The defaults above (every "0 = ..." field zero). */
-clef_context_params clef_context_default_params(void);
+CLEF_API clef_context_params clef_context_default_params(void);
 
 /* A context on model (which must outlive it) with its workspace planned for params (NULL:
  * defaults). On success *out owns it (clef_context_free); on failure a negative status
  * (CLEF_ERR_INVALID_ARG, CLEF_ERR_OUT_OF_MEMORY) and *out NULL. */
-int clef_context_create(clef_model *model, const clef_context_params *params,
+CLEF_API int clef_context_create(clef_model *model, const clef_context_params *params,
                         clef_context **out);
-void clef_context_free(clef_context *ctx); /* accepts NULL */
+CLEF_API void clef_context_free(clef_context *ctx); /* accepts NULL */
 
-uint64_t clef_context_workspace_bytes(const clef_context *ctx); /* planned at creation */
-int32_t clef_context_max_tokens(const clef_context *ctx);       /* tokens of one forward */
+CLEF_API uint64_t clef_context_workspace_bytes(const clef_context *ctx); /* planned at creation */
+CLEF_API int32_t clef_context_max_tokens(const clef_context *ctx);       /* tokens of one forward */
 
 /* ---- deciding ---- */
 
@@ -239,7 +250,7 @@ int32_t clef_context_max_tokens(const clef_context *ctx);       /* tokens of one
  * CLEF_ERR_REQUEST_JSON, CLEF_ERR_REQUEST_INVALID (the message names the field),
  * CLEF_ERR_REQUEST_TOO_LONG, CLEF_ERR_UNSUPPORTED (images or videos: not implemented yet) or
  * another negative status; *response_json is NULL then. */
-int clef_context_decide(clef_context *ctx, const char *request_json, size_t len,
+CLEF_API int clef_context_decide(clef_context *ctx, const char *request_json, size_t len,
                         char **response_json);
 
 /* Decide n requests on ctx. Each record runs at its own length and gets exactly the answer it
@@ -249,14 +260,14 @@ int clef_context_decide(clef_context *ctx, const char *request_json, size_t len,
  * messages[i] is that record's error message (NULL where it succeeded; free each with
  * clef_string_free). Returns CLEF_OK when every request succeeded, else the first failing
  * status (clef_last_error() then holds the LAST failure's message). */
-int clef_context_decide_batch(clef_context *ctx, size_t n, const char *const *requests,
+CLEF_API int clef_context_decide_batch(clef_context *ctx, size_t n, const char *const *requests,
                               const size_t *lens, char **responses, int *statuses,
                               char **messages);
 
 /* The one-call path: clef_context_decide / _batch on the model's default context. */
-int clef_model_decide(clef_model *model, const char *request_json, size_t len,
+CLEF_API int clef_model_decide(clef_model *model, const char *request_json, size_t len,
                       char **response_json);
-int clef_model_decide_batch(clef_model *model, size_t n, const char *const *requests,
+CLEF_API int clef_model_decide_batch(clef_model *model, size_t n, const char *const *requests,
                             const size_t *lens, char **responses, int *statuses,
                             char **messages);
 
@@ -281,11 +292,11 @@ typedef struct clef_result {
 /* Like clef_context_decide, but returns the raw numbers. *out is owned by the caller (free
  * with clef_result_free); every pointer inside it lives until then. On failure *out is NULL.
  * clef_model_decide_result does the same on the model's default context. */
-int clef_context_decide_result(clef_context *ctx, const char *request_json, size_t len,
+CLEF_API int clef_context_decide_result(clef_context *ctx, const char *request_json, size_t len,
                                clef_result **out);
-int clef_model_decide_result(clef_model *model, const char *request_json, size_t len,
+CLEF_API int clef_model_decide_result(clef_model *model, const char *request_json, size_t len,
                              clef_result **out);
-void clef_result_free(clef_result *result); /* accepts NULL */
+CLEF_API void clef_result_free(clef_result *result); /* accepts NULL */
 
 /* ==== checking input without a model ===========================================================
  *
@@ -300,15 +311,15 @@ void clef_result_free(clef_result *result); /* accepts NULL */
  * CLEF_ERR_REQUEST_TOO_LONG (body over 13 MiB) / CLEF_ERR_OUT_OF_MEMORY with the field named
  * in clef_last_error(). A record that passes can still be refused by a model: for its
  * length in tokens, or by a model loaded with a smaller max_questions. */
-int clef_request_check(const char *request_json, size_t len);
+CLEF_API int clef_request_check(const char *request_json, size_t len);
 
 /* CLEF_OK if text[0..len) is exactly one JSON value under the engine's parser (Python's
  * json.loads rules, nesting depth at most 64), else CLEF_ERR_REQUEST_JSON with the line,
  * column and byte of the problem in clef_last_error(). */
-int clef_json_check(const char *text, size_t len);
+CLEF_API int clef_json_check(const char *text, size_t len);
 
 /* Free a string returned by libclef. Accepts NULL. */
-void clef_string_free(char *s);
+CLEF_API void clef_string_free(char *s);
 
 #ifdef __cplusplus
 }
