@@ -23,9 +23,8 @@
  * Adding a case: write `static void case_<op>(harness *h, case_result *r)` (draw shapes, fill
  * host inputs, compute the reference in double, upload, run, read back, call finish()), add
  * one OPS row with the slot offsets it exercises and one TOLERANCES row with its bound and why.
- * Sequence offsets (cu_seqlens, clef_seqs) are drawn in the conv and attention cases (1-3
- * packed sequences half of the time), the reference computed sequence by sequence; GDN over
- * packed sequences is held bit for bit to per-sequence calls in tests/backbone/test_packed_ops.c.
+ * Sequence offsets (cu_seqlens, clef_seqs) are drawn in the conv, GDN and attention cases
+ * (1-3 packed sequences half of the time), the reference computed sequence by sequence.
  */
 #include "test.h"
 
@@ -460,9 +459,14 @@ static void case_gdn(harness *h, case_result *r) {
     const int64_t dk = 8 * rand_int(h, 1, 6), dv = 8 * rand_int(h, 1, 6);
     const int with_state = (int)rand_int(h, 0, 1);
     const clef_gdn_mode mode = (clef_gdn_mode)rand_int(h, 0, 1);
-    snprintf(r->shape, sizeof r->shape, "T=%lld Hk=%lld Hv=%lld dk=%lld dv=%lld state=%d %s",
+    drawn_seqs ds;
+    const clef_seqs *seqs = rand_int(h, 0, 1) ? draw_seqs(h, T, &ds) : NULL;
+    const int64_t n_seqs = seqs ? seqs->n_seqs : 1;
+    snprintf(r->shape, sizeof r->shape,
+             "T=%lld Hk=%lld Hv=%lld dk=%lld dv=%lld state=%d %s seqs=%lld",
              (long long)T, (long long)Hk, (long long)Hv, (long long)dk, (long long)dv,
-             with_state, mode == CLEF_GDN_CHUNKED ? "chunked" : "recurrent");
+             with_state, mode == CLEF_GDN_CHUNKED ? "chunked" : "recurrent",
+             (long long)(seqs ? n_seqs : 0));
     /* q, k, v inside one projection row, as the model lays them out */
     const int64_t ld = 2 * Hk * dk + Hv * dv + pad(h), off = pad(h);
     float *qkv = host_rand(h, (off + T) * ld, 1.0f);
@@ -472,9 +476,9 @@ static void case_gdn(harness *h, case_result *r) {
         g[i] = -0.3f * (rand_f(h, 1.0f) + 1.0f) - 0.001f;
         beta[i] = 0.5f * (rand_f(h, 1.0f) + 1.0f);
     }
-    const int64_t ns = Hv * dk * dv;
+    const int64_t ns = n_seqs * Hv * dk * dv;
     float *S0 = host_rand(h, ns, 0.5f);
-    /* output: o [T, Hv*dv] then the final state [Hv, dk, dv], one flat view over both */
+    /* output: o [T, Hv*dv] then the final states [n_seqs, Hv, dk, dv], one flat view */
     const int64_t ldo = Hv * dv;
     out_view y = out_make(h, T * ldo + ns, 1, 1, 0, 0);
     double *ref = calloc((size_t)(T * ldo + ns), sizeof(double));
@@ -483,41 +487,45 @@ static void case_gdn(harness *h, case_result *r) {
     double *delta = malloc(sizeof(double) * (size_t)dv);
     for (int64_t hh = 0; hh < Hv; hh++) {
         const int64_t kh = hh / (Hv / Hk);
-        for (int64_t i = 0; i < dk * dv; i++)
-            S[i] = with_state ? S0[hh * dk * dv + i] : 0.0;
-        for (int64_t t = 0; t < T; t++) {
-            const float *row = qkv + (off + t) * ld;
-            double qs = 0, ks = 0;
-            for (int64_t i = 0; i < dk; i++) {
-                q[i] = row[kh * dk + i];
-                k[i] = row[Hk * dk + kh * dk + i];
-                qs += q[i] * q[i], ks += k[i] * k[i];
-            }
-            for (int64_t i = 0; i < dk; i++) {
-                q[i] = q[i] / sqrt(qs + 1e-6) / sqrt((double)dk);
-                k[i] = k[i] / sqrt(ks + 1e-6);
-            }
-            const double decay = exp((double)g[t * Hv + hh]), bt = beta[t * Hv + hh];
+        for (int64_t sq = 0; sq < n_seqs; sq++) { /* each sequence from its own state */
+            const int64_t t0 = seqs ? ds.start[sq] : 0, t1 = seqs ? ds.start[sq + 1] : T;
+            const int64_t sbase = (sq * Hv + hh) * dk * dv;
             for (int64_t i = 0; i < dk * dv; i++)
-                S[i] *= decay;
-            for (int64_t j = 0; j < dv; j++) {
-                double mem = 0;
+                S[i] = with_state ? S0[sbase + i] : 0.0;
+            for (int64_t t = t0; t < t1; t++) {
+                const float *row = qkv + (off + t) * ld;
+                double qs = 0, ks = 0;
+                for (int64_t i = 0; i < dk; i++) {
+                    q[i] = row[kh * dk + i];
+                    k[i] = row[Hk * dk + kh * dk + i];
+                    qs += q[i] * q[i], ks += k[i] * k[i];
+                }
+                for (int64_t i = 0; i < dk; i++) {
+                    q[i] = q[i] / sqrt(qs + 1e-6) / sqrt((double)dk);
+                    k[i] = k[i] / sqrt(ks + 1e-6);
+                }
+                const double decay = exp((double)g[t * Hv + hh]), bt = beta[t * Hv + hh];
+                for (int64_t i = 0; i < dk * dv; i++)
+                    S[i] *= decay;
+                for (int64_t j = 0; j < dv; j++) {
+                    double mem = 0;
+                    for (int64_t i = 0; i < dk; i++)
+                        mem += S[i * dv + j] * k[i];
+                    delta[j] = bt * (row[2 * Hk * dk + hh * dv + j] - mem);
+                }
                 for (int64_t i = 0; i < dk; i++)
-                    mem += S[i * dv + j] * k[i];
-                delta[j] = bt * (row[2 * Hk * dk + hh * dv + j] - mem);
+                    for (int64_t j = 0; j < dv; j++)
+                        S[i * dv + j] += k[i] * delta[j];
+                for (int64_t j = 0; j < dv; j++) {
+                    double acc = 0;
+                    for (int64_t i = 0; i < dk; i++)
+                        acc += S[i * dv + j] * q[i];
+                    ref[t * ldo + hh * dv + j] = acc;
+                }
             }
-            for (int64_t i = 0; i < dk; i++)
-                for (int64_t j = 0; j < dv; j++)
-                    S[i * dv + j] += k[i] * delta[j];
-            for (int64_t j = 0; j < dv; j++) {
-                double acc = 0;
-                for (int64_t i = 0; i < dk; i++)
-                    acc += S[i * dv + j] * q[i];
-                ref[t * ldo + hh * dv + j] = acc;
-            }
+            for (int64_t i = 0; i < dk * dv; i++)
+                ref[T * ldo + sbase + i] = with_state ? S[i] : 0.0;
         }
-        for (int64_t i = 0; i < dk * dv; i++)
-            ref[T * ldo + hh * dk * dv + i] = with_state ? S[i] : 0.0;
     }
     float *o_dev = out_ptr(&y), *state_dev = o_dev + T * ldo;
     if (with_state)
@@ -530,7 +538,7 @@ static void case_gdn(harness *h, case_result *r) {
                        .q = dq, .ldq = ld, .k = dq + Hk * dk, .ldk = ld,
                        .v = dq + 2 * Hk * dk, .ldv = ld, .g = dev_upf(h, g, T * Hv),
                        .beta = dev_upf(h, beta, T * Hv), .state = with_state ? state_dev : NULL,
-                       .o = o_dev, .ldo = ldo, .l2norm_qk = 1, .mode = mode};
+                       .o = o_dev, .ldo = ldo, .l2norm_qk = 1, .mode = mode, .seqs = seqs};
     size_t ws = clef_gdn_workspace_size(h->be, &a);
     clef_gdn(h->be, &a, ws ? dev_alloc(h, ws) : NULL);
     finish(h, &y, ref, r);
@@ -620,7 +628,8 @@ static void case_attention(harness *h, case_result *r) {
     const int64_t khs = d + pad(h), ldkv = 2 * Hkv * khs + pad(h);
     const int64_t qoff = pad(h), kvoff = pad(h);
     const float scale = 1.0f / sqrtf((float)d);
-    snprintf(r->shape, sizeof r->shape, "nq=%lld nkv=%lld Hq=%lld Hkv=%lld d=%lld causal=%d seqs=%lld",
+    snprintf(r->shape, sizeof r->shape,
+             "nq=%lld nkv=%lld Hq=%lld Hkv=%lld d=%lld causal=%d seqs=%lld",
              (long long)nq, (long long)nkv, (long long)Hq, (long long)Hkv, (long long)d,
              (int)causal, (long long)(seqs ? seqs->n_seqs : 0));
     float *q = host_rand(h, (qoff + nq) * ldq, 1.5f);
