@@ -24,7 +24,13 @@ One safetensors file per precision, tests/quant/fixtures/<precision>.safetensors
   aq.<module>, as.<module>  (fp8, int8) the library's activation quantizer on x.<K> in BF16:
                           q (F8_E4M3 or I8) [M, K] and the per-token scale [M, 1]
   aq32.<module>, as32.<module>  the same on x.<K> widened to F32 (an fp32 activation stream)
-  __metadata__            versions of the libraries and torch
+  qw.<module>, qs.<module>  (int8) comfy-kitchen's quantizer, TensorWiseINT8Layout.quantize
+                          (per_channel, convrot, group 256), run on dequant.<module>.weight:
+                          I8 [out, in] and F32 [out, 1] (the FP8 and NF4 quantizers are
+                          checked against the fixture releases themselves, whose BF16 source
+                          is tests/release/fixtures/bf16-single)
+  __metadata__            {"versions": JSON of the library and torch versions} (one key, so
+                          that regenerating with the same versions gives the same bytes)
 
 Inputs: row 0 standard normal, row 1 all zeros (the zero-scale guard of each library), row 2
 normal with one outlier x 64, row 3 normal x 1e-3 (FP8 subnormals), row 4 uniform in [-1, 1],
@@ -175,6 +181,10 @@ def int8(release: Path) -> dict[str, torch.Tensor]:
         ref = eager.dequantize_int8_convrot_weight(q, scale, group).to(torch.bfloat16)
         assert torch.equal(deq.view(torch.int16), ref.view(torch.int16)), name
         o.out[f"dequant.{module}.weight"] = deq.contiguous()
+        rq, rparams = TensorWiseINT8Layout.quantize(deq, is_weight=True, per_channel=True,
+                                                    convrot=True, convrot_groupsize=group)
+        o.out[f"qw.{module}"] = rq.contiguous()
+        o.out[f"qs.{module}"] = rparams.scale.float().reshape(-1, 1).contiguous()
         in_f = q.shape[1]
         x = o.x(in_f)
         with torch.no_grad():
@@ -210,7 +220,7 @@ def main() -> int:
         tensors = fn(Path(a.releases) / precision)
         n = sum(1 for k in tensors if k.startswith("dequant."))
         save_file(dict(sorted(tensors.items())), str(out / f"{precision}.safetensors"),
-                  metadata=meta)
+                  metadata={"versions": json.dumps(meta, sort_keys=True)})
         print(f"{precision}: {n} quantized tensors, {len(tensors)} oracle tensors",
               file=sys.stderr)
     return 0

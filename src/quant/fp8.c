@@ -52,12 +52,12 @@ static inline float act_round(float v, clef_quant_act act) {
     return act == CLEF_QUANT_ACT_BF16 ? clef_bf16_to_f32(clef_f32_to_bf16(v)) : v;
 }
 
-void clef_fp8_quantize_tokens(const float *x, int64_t M, int64_t K, clef_quant_act act,
-                              uint8_t *q, float *scale) {
+void clef_fp8_quantize_tokens(const float *x, int64_t ldx, int64_t M, int64_t K,
+                              clef_quant_act act, uint8_t *q, float *scale) {
     /* compressed-tensors replaces a zero scale by the epsilon of the scale's dtype */
     const float eps = act == CLEF_QUANT_ACT_BF16 ? 0.0078125f : FLT_EPSILON;
     for (int64_t m = 0; m < M; m++) {
-        const float *xm = x + m * K;
+        const float *xm = x + m * ldx;
         float amax = 0.0f;
         for (int64_t k = 0; k < K; k++)
             amax = fmaxf(amax, fabsf(xm[k]));
@@ -73,6 +73,22 @@ void clef_fp8_quantize_tokens(const float *x, int64_t M, int64_t K, clef_quant_a
     }
 }
 
+void clef_fp8_quantize_weight(const uint16_t *w, int64_t N, int64_t K, uint8_t *q, float *scale) {
+    for (int64_t n = 0; n < N; n++) {
+        const uint16_t *row = w + n * K;
+        float amax = 0.0f;
+        for (int64_t k = 0; k < K; k++)
+            amax = fmaxf(amax, fabsf(clef_bf16_to_f32(row[k])));
+        float s = act_round(fmaxf(amax / FP8_E4M3_MAX, FLT_EPSILON), CLEF_QUANT_ACT_BF16);
+        scale[n] = s;
+        for (int64_t k = 0; k < K; k++) {
+            float v = act_round(clef_bf16_to_f32(row[k]) / s, CLEF_QUANT_ACT_BF16);
+            v = fminf(fmaxf(v, -FP8_E4M3_MAX), FP8_E4M3_MAX);
+            q[n * K + k] = clef_f32_to_fp8e4m3(v);
+        }
+    }
+}
+
 void clef_fp8_gemm_ref(const uint8_t *qw, const float *sw, int64_t N, int64_t K,
                        const uint8_t *qx, const float *sx, int64_t M, float *y) {
     float table[256];
@@ -84,8 +100,26 @@ void clef_fp8_gemm_ref(const uint8_t *qw, const float *sw, int64_t N, int64_t K,
             const uint8_t *wn = qw + n * K;
             float acc = 0.0f;
             for (int64_t k = 0; k < K; k++)
-                acc += table[xm[k]] * table[wn[k]];
+                acc += table[xm[k]] * table[wn[k]]; /* exact product */
             y[m * N + n] = acc * sx[m] * sw[n];
+        }
+    }
+}
+
+void clef_fp8_gemm_qdq_ref(const uint8_t *qw, const float *sw, int64_t N, int64_t K,
+                           const uint8_t *qx, const float *sx, int64_t M, clef_quant_act act,
+                           float *y) {
+    for (int64_t m = 0; m < M; m++) {
+        const uint8_t *xm = qx + m * K;
+        for (int64_t n = 0; n < N; n++) {
+            const uint8_t *wn = qw + n * K;
+            float acc = 0.0f;
+            for (int64_t k = 0; k < K; k++) {
+                float xq = act_round(clef_fp8e4m3_to_f32(xm[k]) * sx[m], act);
+                float w = clef_bf16_to_f32(clef_f32_to_bf16(clef_fp8e4m3_to_f32(wn[k]) * sw[n]));
+                acc = fmaf(xq, w, acc);
+            }
+            y[m * N + n] = acc;
         }
     }
 }

@@ -15,8 +15,12 @@
  *   q     = e4m3_rne(clamp(x / s_t, -448, 448))   (x / s_t rounded to act first)
  * GEMM (what a W8A8 kernel computes): acc = sum_k float(qx[t, k]) * float(qw[n, k]) in fp32,
  *   y[t, n] = acc * s_t * s_w[n].
- * compressed-tensors' own forward instead multiplies out q * s to act dtype (QDQ) and runs an
- * ordinary linear on those numbers; tests/quant bounds the difference.
+ * compressed-tensors' own forward (transformers) instead multiplies the codes back out in the
+ * activation dtype and runs an ordinary linear (QDQ):
+ *   xq[t, k] = act(float(q[t, k]) * s_t),  W[n, k] = bf16(float(qw) * s_w[n]),
+ *   y[t, n] = sum_k xq * W  (fp32 accumulation)
+ * clef_fp8_gemm_qdq_ref computes that; it and W8A8 differ by the rounding of xq and W (about
+ * 2.6e-3 relative L2 per linear on the fixtures, test_quant_linear).
  */
 #ifndef CLEF_QUANT_FP8_H
 #define CLEF_QUANT_FP8_H
@@ -39,15 +43,28 @@ void clef_fp8_dequant_bf16(const uint8_t *q, const float *scale, int64_t K, int6
 void clef_fp8_dequant_f32(const uint8_t *q, const float *scale, int64_t K, int64_t first_row,
                           int64_t n_rows, float *out);
 
-/* Per-token dynamic quantization of x[M, K] (fp32 holding values of act's dtype: for
- * CLEF_QUANT_ACT_BF16 every x must be a bf16 number): q[M, K] e4m3 and scale[M] (a number of
- * act's dtype). */
-void clef_fp8_quantize_tokens(const float *x, int64_t M, int64_t K, clef_quant_act act,
-                              uint8_t *q, float *scale);
+/* Per-token dynamic quantization of x[M, K] (row stride ldx; fp32 holding values of act's
+ * dtype: for CLEF_QUANT_ACT_BF16 every x must be a bf16 number): q[M, K] e4m3 (dense) and
+ * scale[M] (a number of act's dtype). */
+void clef_fp8_quantize_tokens(const float *x, int64_t ldx, int64_t M, int64_t K,
+                              clef_quant_act act, uint8_t *q, float *scale);
 
 /* Reference W8A8 GEMM: y[M, N] = (sum_k qx * qw) * sx[m] * sw[n], fp32 accumulation, k
  * ascending. */
 void clef_fp8_gemm_ref(const uint8_t *qw, const float *sw, int64_t N, int64_t K,
                        const uint8_t *qx, const float *sx, int64_t M, float *y);
+
+/* Quantize a BF16 weight [N, K] (bf16 bits) the way the FP8_DYNAMIC releases are made
+ * (llm-compressor's min-max observer, then compressed-tensors' compressor): per row
+ *   s = bf16(max(amax / 448, FLT_EPSILON))            (amax, / 448 and the clamp in fp32)
+ *   q = e4m3_rne(clamp(bf16(w / s), -448, 448))      (w / s rounded to bf16 first)
+ * q [N, K] e4m3, scale [N] (bf16 numbers; the release stores them BF16 [N, 1]). */
+void clef_fp8_quantize_weight(const uint16_t *w, int64_t N, int64_t K, uint8_t *q, float *scale);
+
+/* Reference QDQ GEMM (compressed-tensors' forward): y[M, N] = sum_k act(qx * sx) *
+ * bf16(qw * sw), one fused multiply-add per k, ascending. */
+void clef_fp8_gemm_qdq_ref(const uint8_t *qw, const float *sw, int64_t N, int64_t K,
+                           const uint8_t *qx, const float *sx, int64_t M, clef_quant_act act,
+                           float *y);
 
 #endif /* CLEF_QUANT_FP8_H */

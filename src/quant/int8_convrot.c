@@ -52,10 +52,10 @@ static inline float act_round(float v, clef_quant_act act) {
     return act == CLEF_QUANT_ACT_BF16 ? clef_bf16_to_f32(clef_f32_to_bf16(v)) : v;
 }
 
-void clef_convrot_quantize_tokens(const float *x, int64_t M, int64_t K, clef_quant_act act,
-                                  int8_t *q, float *scale, float *rot) {
+void clef_convrot_quantize_tokens(const float *x, int64_t ldx, int64_t M, int64_t K,
+                                  clef_quant_act act, int8_t *q, float *scale, float *rot) {
     for (int64_t m = 0; m < M; m++) {
-        const float *xm = x + m * K;
+        const float *xm = x + m * ldx;
         for (int64_t g = 0; g < K; g += CLEF_CONVROT_GROUP)
             clef_hadamard256_torch_f32(xm + g, rot + g);
         float amax = 0.0f;
@@ -75,6 +75,16 @@ void clef_convrot_quantize_tokens(const float *x, int64_t M, int64_t K, clef_qua
             v = fminf(fmaxf(v, -128.0f), 127.0f);
             q[m * K + k] = (int8_t)v;
         }
+    }
+}
+
+void clef_convrot_quantize_weight(const uint16_t *w, int64_t N, int64_t K, int8_t *q,
+                                  float *scale, float *rot) {
+    float *row = rot + K; /* the widened row; rot[0, K) is the quantizer's own scratch */
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t k = 0; k < K; k++)
+            row[k] = clef_bf16_to_f32(w[n * K + k]);
+        clef_convrot_quantize_tokens(row, K, 1, K, CLEF_QUANT_ACT_BF16, q + n * K, scale + n, rot);
     }
 }
 

@@ -31,11 +31,19 @@ void clef_convrot_dequant_bf16(const int8_t *q, const float *scale, int64_t K, i
 void clef_convrot_dequant_f32(const int8_t *q, const float *scale, int64_t K, int64_t first_row,
                               int64_t n_rows, float *out);
 
-/* Rotate and quantize x[M, K] per token (K a multiple of 256; for CLEF_QUANT_ACT_BF16 every x
- * must be a bf16 number): q[M, K], scale[M]. The rotation is torch's matmul
+/* Rotate and quantize x[M, K] (row stride ldx) per token (K a multiple of 256; for
+ * CLEF_QUANT_ACT_BF16 every x must be a bf16 number): q[M, K] (dense), scale[M]. The rotation is torch's matmul
  * (clef_hadamard256_torch_f32). rot is scratch of K floats. */
-void clef_convrot_quantize_tokens(const float *x, int64_t M, int64_t K, clef_quant_act act,
-                                  int8_t *q, float *scale, float *rot);
+void clef_convrot_quantize_tokens(const float *x, int64_t ldx, int64_t M, int64_t K,
+                                  clef_quant_act act, int8_t *q, float *scale, float *rot);
+
+/* Quantize a BF16 weight [N, K] (bf16 bits, K a multiple of 256) as comfy-kitchen's
+ * TensorWiseINT8Layout.quantize(per_channel, convrot) does: rotate each 256-group with a bf16
+ * matmul (torch order, rounded to bf16), then per row s = max(amax / 127, 1e-30) (fp32) and
+ * q = clamp(rne(bf16(r / bf16(s))), -128, 127) — the activation quantizer in bf16 mode, one
+ * row per output feature. q [N, K], scale [N] (stored F32 [N, 1]). rot: scratch of 2 K floats. */
+void clef_convrot_quantize_weight(const uint16_t *w, int64_t N, int64_t K, int8_t *q,
+                                  float *scale, float *rot);
 
 /* Reference GEMM: y[M, N] = float(sum_k qx * qw) * (sx[m] * sw[n]), int32 accumulation. */
 void clef_int8_gemm_ref(const int8_t *qw, const float *sw, int64_t N, int64_t K,

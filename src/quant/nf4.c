@@ -8,6 +8,7 @@
 #include "core/numeric.h"
 #include "json/json.h"
 
+#include <math.h>
 #include <string.h>
 
 const float clef_nf4_table[16] = {
@@ -106,6 +107,11 @@ void clef_nf4_dequant_bf16(const clef_nf4_desc *d, const uint8_t *packed, int64_
 
 void clef_nf4_dequant_f32(const clef_nf4_desc *d, const uint8_t *packed, int64_t first,
                           int64_t count, float *out) {
+    clef_nf4_dequant_f32_strided(d, packed, first, count, out, 1);
+}
+
+void clef_nf4_dequant_f32_strided(const clef_nf4_desc *d, const uint8_t *packed, int64_t first,
+                                  int64_t count, float *out, int64_t stride) {
     int64_t i = first, end = first + count;
     while (i < end) {
         int64_t b = i / d->blocksize;
@@ -113,8 +119,8 @@ void clef_nf4_dequant_f32(const clef_nf4_desc *d, const uint8_t *packed, int64_t
         if (block_end > end)
             block_end = end;
         float absmax = clef_nf4_block_absmax(d, b);
-        for (; i < block_end; i++)
-            *out++ = clef_bf16_to_f32(
+        for (; i < block_end; i++, out += stride)
+            *out = clef_bf16_to_f32(
                 clef_f32_to_bf16(d->quant_map[nf4_nibble(packed, i)] * absmax));
     }
 }
@@ -128,7 +134,7 @@ void clef_nf4_gemm_ref(const clef_nf4_desc *d, const uint8_t *packed, int64_t N,
             const float *xm = x + m * K;
             float acc = 0.0f;
             for (int64_t k = 0; k < K; k++)
-                acc += xm[k] * tile[k];
+                acc = fmaf(xm[k], tile[k], acc);
             y[m * N + n] = acc;
         }
     }

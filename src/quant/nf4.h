@@ -73,10 +73,13 @@ void clef_nf4_dequant_bf16(const clef_nf4_desc *d, const uint8_t *packed, int64_
                            int64_t count, uint16_t *out);
 void clef_nf4_dequant_f32(const clef_nf4_desc *d, const uint8_t *packed, int64_t first,
                           int64_t count, float *out);
+/* The same writing element i to out[i * stride] (a column of a k-major panel). */
+void clef_nf4_dequant_f32_strided(const clef_nf4_desc *d, const uint8_t *packed, int64_t first,
+                                  int64_t count, float *out, int64_t stride);
 
 /* Reference GEMM in the format's arithmetic: y[M, N] = x[M, K] W[N, K]^T, W decoded block by
  * block into a tile of `tile` floats (caller's scratch, >= K floats: one weight row) and never
- * as a whole; fp32 products and accumulation, k ascending. */
+ * as a whole; one fused multiply-add per k, ascending (fmaf: the same bits on every ISA). */
 void clef_nf4_gemm_ref(const clef_nf4_desc *d, const uint8_t *packed, int64_t N, int64_t K,
                        const float *x, int64_t M, float *y, float *tile);
 

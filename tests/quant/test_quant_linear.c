@@ -18,6 +18,9 @@
  *       |ours - lib| <= u_bf16 |lib| / (1 - u_bf16) + (2 u_bf16 + u_bf16^2) (1 + 2 gamma_{K+1}) S
  *                       + 2 gamma_{K+1} S + 2^-23 S
  *       (operand roundings, both accumulations, our two epilogue multiplies).
+ *       And the QDQ reference (clef_fp8_gemm_qdq_ref: the library's own arithmetic on the
+ *       same operands, bit-identical codes and scales) within the NF4 bound: same bf16
+ *       operands, fp32 accumulation in another order, the library's rounding to bf16.
  *
  * INT8  activation quantizer (ConvRot rotation + per-token int8) BIT-IDENTICAL to
  *       comfy-kitchen's eager quantize_and_rotate_rowwise, for bf16 and fp32 activations; and
@@ -103,7 +106,7 @@ static void check_nf4(const qf_case *c, const qf_linear *w, const float *x, int6
 }
 
 static void check_fp8(const qf_case *c, const qf_linear *w, const linear_case *lc,
-                      const float *x, const float *lib, bound_stats *st) {
+                      const float *x, const float *lib, bound_stats *st, bound_stats *st_qdq) {
     int64_t M = lc->M, K = w->K, N = w->N;
     uint8_t *q = malloc((size_t)(M * K));
     float *s = malloc((size_t)M * sizeof *s);
@@ -113,7 +116,7 @@ static void check_fp8(const qf_case *c, const qf_linear *w, const linear_case *l
             char aq[600], as[600];
             snprintf(aq, sizeof aq, "aq%s.%s", mode ? "32" : "", lc->module);
             snprintf(as, sizeof as, "as%s.%s", mode ? "32" : "", lc->module);
-            clef_fp8_quantize_tokens(x, M, K, mode ? CLEF_QUANT_ACT_F32 : CLEF_QUANT_ACT_BF16,
+            clef_fp8_quantize_tokens(x, K, M, K, mode ? CLEF_QUANT_ACT_F32 : CLEF_QUANT_ACT_BF16,
                                      q, s);
             size_t nq = 0, ns = 0;
             uint8_t *eq = qf_oracle_copy(c, aq, &nq);
@@ -135,7 +138,7 @@ static void check_fp8(const qf_case *c, const qf_linear *w, const linear_case *l
         }
     }
     /* the GEMM on bf16 activations, as the library's forward ran */
-    clef_fp8_quantize_tokens(x, M, K, CLEF_QUANT_ACT_BF16, q, s);
+    clef_fp8_quantize_tokens(x, K, M, K, CLEF_QUANT_ACT_BF16, q, s);
     float *ours = malloc((size_t)(M * N) * sizeof *ours);
     clef_fp8_gemm_ref(w->data, w->scale, N, K, q, s, M, ours);
     double g = gamma_n(K + 1);
@@ -149,6 +152,21 @@ static void check_fp8(const qf_case *c, const qf_linear *w, const linear_case *l
                           clef_fp8e4m3_to_f32(qw[n * K + k]) * w->scale[n]);
             double l = lib[m * N + n];
             bound_add(st, ours[m * N + n], l, U_BF16 / (1 - U_BF16) * fabs(l) + operand * S);
+        }
+    /* the library's own arithmetic: QDQ operands, S over those operands */
+    clef_fp8_gemm_qdq_ref(w->data, w->scale, N, K, q, s, M, CLEF_QUANT_ACT_BF16, ours);
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            double S = 0;
+            for (int64_t k = 0; k < K; k++) {
+                float xq = clef_bf16_to_f32(
+                    clef_f32_to_bf16(clef_fp8e4m3_to_f32(q[m * K + k]) * s[m]));
+                float wq = clef_bf16_to_f32(
+                    clef_f32_to_bf16(clef_fp8e4m3_to_f32(qw[n * K + k]) * w->scale[n]));
+                S += fabs((double)xq * wq);
+            }
+            double l = lib[m * N + n];
+            bound_add(st_qdq, ours[m * N + n], l, U_BF16 / (1 - U_BF16) * fabs(l) + 2 * g * S);
         }
     free(q);
     free(s);
@@ -166,7 +184,7 @@ static void check_int8(const qf_case *c, const qf_linear *w, const linear_case *
             char aq[600], as[600];
             snprintf(aq, sizeof aq, "aq%s.%s", mode ? "32" : "", lc->module);
             snprintf(as, sizeof as, "as%s.%s", mode ? "32" : "", lc->module);
-            clef_convrot_quantize_tokens(x, M, K, mode ? CLEF_QUANT_ACT_F32 : CLEF_QUANT_ACT_BF16,
+            clef_convrot_quantize_tokens(x, K, M, K, mode ? CLEF_QUANT_ACT_F32 : CLEF_QUANT_ACT_BF16,
                                          q, s, rot);
             size_t nq = 0, ns = 0;
             int8_t *eq = qf_oracle_copy(c, aq, &nq);
@@ -190,7 +208,7 @@ static void check_int8(const qf_case *c, const qf_linear *w, const linear_case *
             free(es);
         }
     }
-    clef_convrot_quantize_tokens(x, M, K, CLEF_QUANT_ACT_BF16, q, s, rot);
+    clef_convrot_quantize_tokens(x, K, M, K, CLEF_QUANT_ACT_BF16, q, s, rot);
     float *ours = malloc((size_t)(M * N) * sizeof *ours);
     clef_int8_gemm_ref(w->data, w->scale, N, K, q, s, M, ours);
     for (int64_t i = 0; i < M * N; i++) /* exact: bound 0 */
@@ -207,7 +225,7 @@ static void check_precision(qf_precision p) {
         CHECK_MSG(0, "cannot open the fixture release or its oracle");
         return;
     }
-    bound_stats st = {0};
+    bound_stats st = {0}, st_qdq = {0};
     size_t n_linears = 0;
     for (size_t i = 0; i < c.oracle.n_tensors; i++) {
         const char *key = c.oracle.tensors[i].name;
@@ -233,15 +251,16 @@ static void check_precision(qf_precision p) {
                   "%s: oracle %s / %s missing or mis-sized", c.name, x_key, key);
         if (x && lib && nx == (size_t)(lc.M * w.K) && ny == (size_t)(lc.M * w.N)) {
             n_linears += !single;
-            size_t before = st.violations;
+            size_t before = st.violations + st_qdq.violations;
             if (p == QF_NF4)
                 check_nf4(&c, &w, x, lc.M, lib, &st);
             else if (p == QF_FP8)
-                check_fp8(&c, &w, &lc, x, lib, &st);
+                check_fp8(&c, &w, &lc, x, lib, &st, &st_qdq);
             else
                 check_int8(&c, &w, &lc, x, lib, &st);
-            CHECK_MSG(st.violations == before, "%s %s: %zu outputs outside the bound", c.name,
-                      key, st.violations - before);
+            size_t after = st.violations + st_qdq.violations;
+            CHECK_MSG(after == before, "%s %s: %zu outputs outside the bound", c.name, key,
+                      after - before);
         }
         free(x);
         free(lib);
@@ -257,6 +276,12 @@ static void check_precision(qf_precision p) {
            "bf16-equal %zu/%zu\n",
            c.name, n_linears, st.n, st.worst_ratio,
            st.sum_sq_ref > 0 ? sqrt(st.sum_sq_err / st.sum_sq_ref) : 0.0, st.bf16_equal, st.n);
+    if (st_qdq.n)
+        printf("%s QDQ (the library's arithmetic): worst |ours - lib| / bound %.3g, rel L2 %.3g, "
+               "bf16-equal %zu/%zu\n",
+               c.name, st_qdq.worst_ratio,
+               sqrt(st_qdq.sum_sq_err / (st_qdq.sum_sq_ref > 0 ? st_qdq.sum_sq_ref : 1)),
+               st_qdq.bf16_equal, st_qdq.n);
     qf_close(&c);
 }
 
