@@ -84,7 +84,7 @@ static void run(linear *L, int f, int threads) {
         if (n0 < n1) {
             float *panel = L->panels[id];
             if (f == F_NF4)
-                clef_nf4_matmul_rows(&L->nf4, L->nf4_packed, L->K, n0, n1, L->T, L->x, L->K, NULL,
+                clef_nf4_matmul_rows(&L->nf4, L->nf4_packed, 0, L->K, n0, n1, L->T, L->x, L->K, NULL,
                                      L->y, L->N, 0, panel);
             else if (f == F_FP8)
                 clef_fp8_matmul_rows(L->fp8_w, L->fp8_sw, L->K, n0, n1, L->T, L->fp8_x, L->fp8_sx,

@@ -116,7 +116,7 @@ void clef_fp8_gemm_qdq_ref(const uint8_t *qw, const float *sw, int64_t N, int64_
             float acc = 0.0f;
             for (int64_t k = 0; k < K; k++) {
                 float xq = act_round(clef_fp8e4m3_to_f32(xm[k]) * sx[m], act);
-                float w = clef_bf16_to_f32(clef_f32_to_bf16(clef_fp8e4m3_to_f32(wn[k]) * sw[n]));
+                float w = act_round(clef_fp8e4m3_to_f32(wn[k]) * sw[n], act);
                 acc = fmaf(xq, w, acc);
             }
             y[m * N + n] = acc;

@@ -16,8 +16,9 @@
  * GEMM (what a W8A8 kernel computes): acc = sum_k float(qx[t, k]) * float(qw[n, k]) in fp32,
  *   y[t, n] = acc * s_t * s_w[n].
  * compressed-tensors' own forward (transformers) instead multiplies the codes back out in the
- * activation dtype and runs an ordinary linear (QDQ):
- *   xq[t, k] = act(float(q[t, k]) * s_t),  W[n, k] = bf16(float(qw) * s_w[n]),
+ * model's dtype and runs an ordinary linear (QDQ); the weights are decompressed in that dtype
+ * too (a bf16 model holds bf16(q * s), an fp32 one fp32(q * s)):
+ *   xq[t, k] = act(float(q[t, k]) * s_t),  W[n, k] = act(float(qw) * s_w[n]),
  *   y[t, n] = sum_k xq * W  (fp32 accumulation)
  * clef_fp8_gemm_qdq_ref computes that; it and W8A8 differ by the rounding of xq and W (about
  * 2.6e-3 relative L2 per linear on the fixtures, test_quant_linear).
@@ -62,7 +63,7 @@ void clef_fp8_gemm_ref(const uint8_t *qw, const float *sw, int64_t N, int64_t K,
 void clef_fp8_quantize_weight(const uint16_t *w, int64_t N, int64_t K, uint8_t *q, float *scale);
 
 /* Reference QDQ GEMM (compressed-tensors' forward): y[M, N] = sum_k act(qx * sx) *
- * bf16(qw * sw), one fused multiply-add per k, ascending. */
+ * act(qw * sw), one fused multiply-add per k, ascending. */
 void clef_fp8_gemm_qdq_ref(const uint8_t *qw, const float *sw, int64_t N, int64_t K,
                            const uint8_t *qx, const float *sx, int64_t M, clef_quant_act act,
                            float *y);

@@ -51,14 +51,15 @@ static void panel_block(const float *const xrow[CLEF_QMM_MR], int mr, const floa
     }
 }
 
-void clef_nf4_matmul_rows(const clef_nf4_desc *d, const uint8_t *packed, int64_t K, int64_t n0,
-                          int64_t n1, int64_t T, const float *x, int64_t ldx, const float *bias,
-                          float *y, int64_t ldy, int accumulate, float *panel) {
+void clef_nf4_matmul_rows(const clef_nf4_desc *d, const uint8_t *packed, int64_t row0, int64_t K,
+                          int64_t n0, int64_t n1, int64_t T, const float *x, int64_t ldx,
+                          const float *bias, float *y, int64_t ldy, int accumulate, float *panel) {
     float acc[CLEF_QMM_MR][CLEF_QMM_NR];
     for (int64_t nb = n0; nb < n1; nb += CLEF_QMM_NR) {
         int nr = n1 - nb < CLEF_QMM_NR ? (int)(n1 - nb) : CLEF_QMM_NR;
         for (int j = 0; j < nr; j++)
-            clef_nf4_dequant_f32_strided(d, packed, (nb + j) * K, K, panel + j, CLEF_QMM_NR);
+            clef_nf4_dequant_f32_strided(d, packed, (row0 + nb + j) * K, K, panel + j,
+                                         CLEF_QMM_NR);
         for (int j = nr; j < CLEF_QMM_NR; j++) /* idle lanes: computed, never stored */
             for (int64_t k = 0; k < K; k++)
                 panel[k * CLEF_QMM_NR + j] = 0.0f;
@@ -117,13 +118,10 @@ void clef_fp8_matmul_rows_qdq(const uint8_t *qw, const float *sw, int64_t K, int
     float acc[CLEF_QMM_MR][CLEF_QMM_NR];
     for (int64_t nb = n0; nb < n1; nb += CLEF_QMM_NR) {
         int nr = n1 - nb < CLEF_QMM_NR ? (int)(n1 - nb) : CLEF_QMM_NR;
-        /* the library's bf16 weights: bf16(q * s) */
+        /* the weights as an fp32 model decompresses them: fp32(q * s) */
         for (int64_t k = 0; k < K; k++)
             for (int j = 0; j < CLEF_QMM_NR; j++)
-                panel[k * CLEF_QMM_NR + j] =
-                    j < nr ? clef_bf16_to_f32(clef_f32_to_bf16(table[qw[(nb + j) * K + k]] *
-                                                               sw[nb + j]))
-                           : 0.0f;
+                panel[k * CLEF_QMM_NR + j] = j < nr ? table[qw[(nb + j) * K + k]] * sw[nb + j] : 0.0f;
         for (int64_t t = 0; t < T; t += CLEF_QMM_MR) {
             int mr = T - t < CLEF_QMM_MR ? (int)(T - t) : CLEF_QMM_MR;
             memset(acc, 0, sizeof acc);

@@ -12,14 +12,16 @@
  * FP8   W8A8: the activations are quantized once per call (clef_fp8_quantize_tokens, fp8.h),
  *       then fp8 x fp8 products (exact in fp32) are summed in fp32 in ascending k and scaled
  *       by s_t * s_w: the same bits as clef_fp8_gemm_ref. Or QDQ, compressed-tensors' own
- *       forward: fp32(q_x * s_t) times the bf16 weight, fmaf chains: the same bits as
- *       clef_fp8_gemm_qdq_ref with fp32 activations.
+ *       forward in an fp32 model: fp32(q_x * s_t) times fp32(q_w * s_w), fmaf chains: the
+ *       same bits as clef_fp8_gemm_qdq_ref with fp32 activations.
  * INT8  ConvRot: the activations are rotated and quantized once per call
  *       (clef_convrot_quantize_tokens_fast: the butterfly, which may differ from the
  *       library's dense rotation in the last fp32 bit of a rotated value), int32 dot products
  *       (exact, any order), epilogue float(acc) * (s_t * s_w) as comfy-kitchen.
- * Weight pointers are to the STORED tensor; rows are numbered in it (a row slice passes its
- * first stored row in n0).
+ * Rows n0..n1 are the matrix's own (y columns and bias entries n0..n1); weight and scale
+ * pointers point at the matrix's first row, except NF4's packed data, which points at the
+ * STORED tensor because bitsandbytes numbers blocks over the whole flattened tensor: an NF4
+ * matrix that is a row slice passes its first stored row in row0.
  */
 #ifndef CLEF_QUANT_MATMUL_H
 #define CLEF_QUANT_MATMUL_H
@@ -35,9 +37,9 @@
 /* Scratch floats one NF4 / FP8 call needs: one decoded panel (CLEF_QMM_NR x K). */
 size_t clef_qmm_panel_floats(int64_t K);
 
-void clef_nf4_matmul_rows(const clef_nf4_desc *d, const uint8_t *packed, int64_t K, int64_t n0,
-                          int64_t n1, int64_t T, const float *x, int64_t ldx, const float *bias,
-                          float *y, int64_t ldy, int accumulate, float *panel);
+void clef_nf4_matmul_rows(const clef_nf4_desc *d, const uint8_t *packed, int64_t row0, int64_t K,
+                          int64_t n0, int64_t n1, int64_t T, const float *x, int64_t ldx,
+                          const float *bias, float *y, int64_t ldy, int accumulate, float *panel);
 
 /* qx [T, K] e4m3 and sx [T] from clef_fp8_quantize_tokens; qw [rows, K], sw [rows]. */
 void clef_fp8_matmul_rows(const uint8_t *qw, const float *sw, int64_t K, int64_t n0, int64_t n1,

@@ -118,7 +118,7 @@ static void check_linear(const qf_case *c, const char *name, const qf_linear *w)
                 clef_fp8_matmul_rows_qdq(w->data, w->scale, K, n0, n1, T, q8, sx, bias, y, ldy,
                                          accumulate, panel);
             else if (c->precision == QF_NF4)
-                clef_nf4_matmul_rows(&w->nf4, w->data, K, n0, n1, T, x, ldx, bias, y, ldy,
+                clef_nf4_matmul_rows(&w->nf4, w->data, 0, K, n0, n1, T, x, ldx, bias, y, ldy,
                                      accumulate, panel);
             else if (c->precision == QF_FP8)
                 clef_fp8_matmul_rows(w->data, w->scale, K, n0, n1, T, q8, sx, bias, y, ldy,
