@@ -222,11 +222,11 @@ static int64_t pad(harness *h) { return rand_int(h, 0, 5); }
 static void case_matmul(harness *h, case_result *r) {
     const int64_t T = rand_int(h, 1, 40), N = rand_int(h, 1, 70), K = rand_int(h, 1, 160);
     const int bf16 = (int)rand_int(h, 0, 1), with_bias = (int)rand_int(h, 0, 1),
-              accumulate = (int)rand_int(h, 0, 1);
+              accumulate = (int)rand_int(h, 0, 1), planned = (int)rand_int(h, 0, 1);
     const int64_t ldx = K + pad(h), ldw = K + pad(h), xoff = pad(h);
-    snprintf(r->shape, sizeof r->shape, "T=%lld N=%lld K=%lld %s bias=%d acc=%d",
+    snprintf(r->shape, sizeof r->shape, "T=%lld N=%lld K=%lld %s bias=%d acc=%d scratch=%s",
              (long long)T, (long long)N, (long long)K, bf16 ? "BF16" : "F32", with_bias,
-             accumulate);
+             accumulate, planned ? "planned" : "own");
     float *x = host_rand(h, (xoff + T) * ldx, 1.0f), *wf = host_rand(h, N * ldw, 0.5f);
     uint16_t *wb = malloc(sizeof(uint16_t) * (size_t)(N * ldw));
     for (int64_t i = 0; i < N * ldw; i++) {
@@ -249,8 +249,11 @@ static void case_matmul(harness *h, case_result *r) {
                      .ld = ldw};
     w.data = bf16 ? dev_up(h, wb, sizeof(uint16_t) * (size_t)(N * ldw)) : dev_upf(h, wf, N * ldw);
     const float *dx = dev_upf(h, x, (xoff + T) * ldx) + xoff * ldx;
-    clef_matmul(h->be, T, dx, ldx, &w, with_bias ? dev_upf(h, bias, N) : NULL, out_ptr(&y),
-                y.ld, accumulate);
+    /* half the draws with scratch planned for a larger T (matmul_workspace_size), half with
+     * the backend's own */
+    size_t ws = planned ? clef_matmul_workspace_size(h->be, T + 7, &w) : 0;
+    clef_matmul_scratch(h->be, T, dx, ldx, &w, with_bias ? dev_upf(h, bias, N) : NULL,
+                        out_ptr(&y), y.ld, accumulate, ws ? dev_alloc(h, ws) : NULL);
     finish(h, &y, ref, r);
     free(x), free(wf), free(wb), free(bias), free(ref);
 }
@@ -873,7 +876,7 @@ static const struct {
     void (*run)(harness *h, case_result *r);
     size_t slots[MAX_SLOTS]; /* op-table slots the case exercises (0 = none) */
 } OPS[] = {
-    {"matmul", case_matmul, {SLOT(matmul)}},
+    {"matmul", case_matmul, {SLOT(matmul), SLOT(matmul_workspace_size)}},
     {"get_rows", case_get_rows, {SLOT(get_rows)}},
     {"rmsnorm", case_rmsnorm, {SLOT(rmsnorm)}},
     {"rmsnorm_gated", case_rmsnorm_gated, {SLOT(rmsnorm_gated)}},

@@ -120,10 +120,17 @@ static int guard_synchronize(clef_backend *be) {
 
 static void g_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx,
                      const clef_matrix *w, const float *bias, float *y, int64_t ldy,
-                     int accumulate) {
+                     int accumulate, void *scratch) {
     guard_open(be);
-    cpu_matmul(be, T, x, ldx, w, bias, y, ldy, accumulate);
+    cpu_matmul(be, T, x, ldx, w, bias, y, ldy, accumulate, scratch);
     guard_close(be);
+}
+
+static int g_prepare_matrix(clef_backend *be, const clef_matrix *w, void *dst, clef_matrix *out) {
+    guard_open(be);
+    int st = cpu_prepare_matrix(be, w, dst, out);
+    guard_close(be);
+    return st;
 }
 
 static void g_get_rows(clef_backend *be, const clef_matrix *e, int64_t n, const int32_t *ids,
@@ -277,8 +284,9 @@ static void g_axpy(clef_backend *be, int64_t n, float alpha, const float *x, flo
     guard_close(be);
 }
 
-/* The plain table with memory and every op replaced by its guarded form; the workspace
- * queries touch no buffer and stay as they are. */
+/* The plain table with memory and every op replaced by its guarded form; the workspace and
+ * format queries (supports_format, prepared_size, *_workspace_size) touch no buffer and stay
+ * as they are. */
 void cpu_guard_ops(const clef_backend_ops *plain, clef_backend_ops *out) {
     *out = *plain;
     out->name = "cpu-guarded";
@@ -287,6 +295,7 @@ void cpu_guard_ops(const clef_backend_ops *plain, clef_backend_ops *out) {
     out->write = guard_write;
     out->read = guard_read;
     out->synchronize = guard_synchronize;
+    out->prepare_matrix = g_prepare_matrix;
     out->matmul = g_matmul;
     out->get_rows = g_get_rows;
     out->rmsnorm = g_rmsnorm;
