@@ -10,9 +10,10 @@ bf16 is pinned by tests/quant/fixtures/<precision>.safetensors):
   nf4   from_pretrained(dtype=float32) through transformers' bitsandbytes integration, then
         compute_dtype = float32 on every Linear4bit (the release says bfloat16, which would
         round each linear's input and output to bf16): weights dequantized by bitsandbytes to
-        bf16 numbers, fp32 linear. support_avx512bf16_for_cpu is turned off: on CPUs with
-        AVX-512 BF16 bitsandbytes otherwise repacks the weights for a CPU-specific bf16 kernel
-        (and refuses out_features not a multiple of its block, e.g. GDN in_proj_a / in_proj_b).
+        bf16 numbers, fp32 linear. support_avx512bf16_for_cpu is turned off (and a repacking
+        done at load undone): on CPUs with AVX-512 BF16 bitsandbytes otherwise repacks the
+        weights for a CPU-specific kernel that computes in bf16 (and refuses out_features not
+        a multiple of its block, e.g. GDN in_proj_a / in_proj_b).
   fp8   from_pretrained(dtype=float32, CompressedTensorsConfig(run_compressed=False)): weights
         decompressed by compressed-tensors, compressed-tensors' forward (per-token dynamic FP8
         QDQ of each input in fp32, then an fp32 linear) — the QDQ arithmetic of src/quant/fp8.h.
@@ -52,6 +53,11 @@ def load_nf4(d: Path):
             mod.compute_dtype = torch.float32
             mod.compute_type_is_set = True
             mod.support_avx512bf16_for_cpu = False
+            qs = mod.weight.quant_state
+            if getattr(qs, "packing_format_for_cpu", False):  # repacked at load: undo it
+                from bitsandbytes.functional import _convert_weight_packed_for_cpu_inverse
+                mod.weight.data, mod.weight.quant_state = _convert_weight_packed_for_cpu_inverse(
+                    mod.weight.data, qs)
             n += 1
     return m, n
 

@@ -10,6 +10,8 @@
  */
 #include "model/weight_loader.h"
 
+#include "model/quant_weights.h"
+
 #include "core/error.h"
 #include "core/shape.h"
 
@@ -135,6 +137,11 @@ int clef_weight_load_matrix_parts(clef_weight_loader *L, const char *name, int64
                                   clef_matrix *out) {
     const clef_tensor_info *t;
     const int64_t dims[2] = {rows, cols};
+    char full[256];
+    full_name(L, name, full, sizeof full);
+    t = L->src->find(L->src->ctx, full);
+    if (t && clef_dtype_is_quantized_weight(t->dtype)) /* stored shape is the format's own */
+        return clef_weight_load_quant_matrix_parts(L, t, full, rows, cols, n_parts, part_rows, out);
     int st = clef_weight_find(L, name, 2, dims, &t);
     if (st)
         return st;

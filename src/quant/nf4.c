@@ -107,11 +107,11 @@ void clef_nf4_dequant_bf16(const clef_nf4_desc *d, const uint8_t *packed, int64_
 
 void clef_nf4_dequant_f32(const clef_nf4_desc *d, const uint8_t *packed, int64_t first,
                           int64_t count, float *out) {
-    clef_nf4_dequant_f32_strided(d, packed, first, count, out, 1);
+    clef_nf4_dequant_f32_strided(d, packed, first, count, out, 1, CLEF_QUANT_ACT_BF16);
 }
 
 void clef_nf4_dequant_f32_strided(const clef_nf4_desc *d, const uint8_t *packed, int64_t first,
-                                  int64_t count, float *out, int64_t stride) {
+                                  int64_t count, float *out, int64_t stride, clef_quant_act act) {
     int64_t i = first, end = first + count;
     while (i < end) {
         int64_t b = i / d->blocksize;
@@ -119,17 +119,22 @@ void clef_nf4_dequant_f32_strided(const clef_nf4_desc *d, const uint8_t *packed,
         if (block_end > end)
             block_end = end;
         float absmax = clef_nf4_block_absmax(d, b);
-        for (; i < block_end; i++, out += stride)
-            *out = clef_bf16_to_f32(
-                clef_f32_to_bf16(d->quant_map[nf4_nibble(packed, i)] * absmax));
+        if (act == CLEF_QUANT_ACT_F32) {
+            for (; i < block_end; i++, out += stride)
+                *out = d->quant_map[nf4_nibble(packed, i)] * absmax;
+        } else {
+            for (; i < block_end; i++, out += stride)
+                *out = clef_bf16_to_f32(
+                    clef_f32_to_bf16(d->quant_map[nf4_nibble(packed, i)] * absmax));
+        }
     }
 }
 
 void clef_nf4_gemm_ref(const clef_nf4_desc *d, const uint8_t *packed, int64_t N, int64_t K,
-                       const float *x, int64_t M, float *y, float *tile) {
+                       const float *x, int64_t M, clef_quant_act act, float *y, float *tile) {
     for (int64_t n = 0; n < N; n++) {
         /* one weight row, decoded from its blocks into the tile; the model never holds more */
-        clef_nf4_dequant_f32(d, packed, n * K, K, tile);
+        clef_nf4_dequant_f32_strided(d, packed, n * K, K, tile, 1, act);
         for (int64_t m = 0; m < M; m++) {
             const float *xm = x + m * K;
             float acc = 0.0f;

@@ -23,6 +23,8 @@
 #ifndef CLEF_QUANT_NF4_H
 #define CLEF_QUANT_NF4_H
 
+#include "quant/quant_act.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -73,14 +75,18 @@ void clef_nf4_dequant_bf16(const clef_nf4_desc *d, const uint8_t *packed, int64_
                            int64_t count, uint16_t *out);
 void clef_nf4_dequant_f32(const clef_nf4_desc *d, const uint8_t *packed, int64_t first,
                           int64_t count, float *out);
-/* The same writing element i to out[i * stride] (a column of a k-major panel). */
+/* Element i to out[i * stride] (a column of a k-major panel), in the dtype the library
+ * dequantizes to for activations of dtype act: bitsandbytes' inference matmul dequantizes to
+ * the input's dtype, so an fp32 model multiplies fp32(code * absmax) (CLEF_QUANT_ACT_F32,
+ * no bf16 rounding) and a bf16 one bf16(code * absmax). */
 void clef_nf4_dequant_f32_strided(const clef_nf4_desc *d, const uint8_t *packed, int64_t first,
-                                  int64_t count, float *out, int64_t stride);
+                                  int64_t count, float *out, int64_t stride, clef_quant_act act);
 
 /* Reference GEMM in the format's arithmetic: y[M, N] = x[M, K] W[N, K]^T, W decoded block by
- * block into a tile of `tile` floats (caller's scratch, >= K floats: one weight row) and never
- * as a whole; one fused multiply-add per k, ascending (fmaf: the same bits on every ISA). */
+ * block (in act's dtype, see above) into a tile of `tile` floats (caller's scratch, >= K
+ * floats: one weight row) and never as a whole; one fused multiply-add per k, ascending
+ * (fmaf: the same bits on every ISA). */
 void clef_nf4_gemm_ref(const clef_nf4_desc *d, const uint8_t *packed, int64_t N, int64_t K,
-                       const float *x, int64_t M, float *y, float *tile);
+                       const float *x, int64_t M, clef_quant_act act, float *y, float *tile);
 
 #endif /* CLEF_QUANT_NF4_H */

@@ -59,7 +59,7 @@ void clef_nf4_matmul_rows(const clef_nf4_desc *d, const uint8_t *packed, int64_t
         int nr = n1 - nb < CLEF_QMM_NR ? (int)(n1 - nb) : CLEF_QMM_NR;
         for (int j = 0; j < nr; j++)
             clef_nf4_dequant_f32_strided(d, packed, (row0 + nb + j) * K, K, panel + j,
-                                         CLEF_QMM_NR);
+                                         CLEF_QMM_NR, CLEF_QUANT_ACT_F32);
         for (int j = nr; j < CLEF_QMM_NR; j++) /* idle lanes: computed, never stored */
             for (int64_t k = 0; k < K; k++)
                 panel[k * CLEF_QMM_NR + j] = 0.0f;

@@ -5,10 +5,12 @@
  *
  *   y[t, n] = (accumulate ? y[t, n] : 0) + (x W^T)[t, n] + bias[n]      t < T, n0 <= n < n1
  *
- * NF4   the weight rows of a range are decoded (bit-exact bf16 values, nf4.h) into a k-major
- *       fp32 panel of CLEF_QMM_NR rows in the caller's scratch, never more: resident weights
- *       stay 4-bit. Products and sums in fp32, one fused multiply-add per k in ascending order
- *       — the same bits as clef_nf4_gemm_ref, on every ISA (fmaf, not the compiler's choice).
+ * NF4   the weight rows of a range are decoded into a k-major fp32 panel of CLEF_QMM_NR
+ *       rows in the caller's scratch, never more: resident weights stay 4-bit. The values are
+ *       fp32(code * absmax), what bitsandbytes' inference matmul multiplies for fp32
+ *       activations (nf4.h). Products and sums in fp32, one fused multiply-add per k in
+ *       ascending order — the same bits as clef_nf4_gemm_ref with CLEF_QUANT_ACT_F32, on every
+ *       ISA (fmaf, not the compiler's choice).
  * FP8   W8A8: the activations are quantized once per call (clef_fp8_quantize_tokens, fp8.h),
  *       then fp8 x fp8 products (exact in fp32) are summed in fp32 in ascending k and scaled
  *       by s_t * s_w: the same bits as clef_fp8_gemm_ref. Or QDQ, compressed-tensors' own

@@ -88,7 +88,7 @@ static void check_nf4(const qf_case *c, const qf_linear *w, const float *x, int6
     float *ours = malloc((size_t)(M * w->N) * sizeof *ours);
     float *tile = malloc((size_t)w->K * sizeof *tile);
     float *wf = malloc((size_t)(w->N * w->K) * sizeof *wf);
-    clef_nf4_gemm_ref(&w->nf4, w->data, w->N, w->K, x, M, ours, tile);
+    clef_nf4_gemm_ref(&w->nf4, w->data, w->N, w->K, x, M, CLEF_QUANT_ACT_BF16, ours, tile);
     clef_nf4_dequant_f32(&w->nf4, w->data, 0, w->N * w->K, wf);
     double g = gamma_n(w->K + 1);
     for (int64_t m = 0; m < M; m++)

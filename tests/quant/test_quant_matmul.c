@@ -76,7 +76,7 @@ static void check_linear(const qf_case *c, const char *name, const qf_linear *w)
     float *sx = malloc(sizeof(float) * (size_t)T), *sx_fast = malloc(sizeof(float) * (size_t)T);
     float *rot = malloc(sizeof(float) * (size_t)K);
     if (c->precision == QF_NF4) {
-        clef_nf4_gemm_ref(&w->nf4, w->data, N, K, xd, T, ref, panel);
+        clef_nf4_gemm_ref(&w->nf4, w->data, N, K, xd, T, CLEF_QUANT_ACT_F32, ref, panel);
     } else if (c->precision == QF_FP8) {
         clef_fp8_quantize_tokens(x, ldx, T, K, CLEF_QUANT_ACT_F32, q8, sx);
         clef_fp8_gemm_ref(w->data, w->scale, N, K, q8, sx, T, ref);

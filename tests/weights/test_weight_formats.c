@@ -208,7 +208,10 @@ static void test_plain_formats(clef_backend *be) {
 
     /* F16: supported by the CPU through its prepare step, bit-identical to F32 */
     CHECK(clef_backend_supports_format(be, CLEF_WTYPE_F16));
-    CHECK(!clef_backend_supports_format(be, CLEF_WTYPE_NF4));
+    /* the quantized formats run too (cpu_quant_matmul.c; parity in tests/quant) */
+    CHECK(clef_backend_supports_format(be, CLEF_WTYPE_NF4));
+    CHECK(clef_backend_supports_format(be, CLEF_WTYPE_FP8_E4M3));
+    CHECK(clef_backend_supports_format(be, CLEF_WTYPE_INT8_CONVROT));
     clef_matrix mh = {.type = CLEF_WTYPE_F16, .rows = N, .cols = K, .ld = K, .data = wh};
     size_t need = clef_backend_prepared_size(be, &mh);
     CHECK_EQ_INT(need, sizeof(float) * N * K);
