@@ -66,8 +66,8 @@ static int companion(clef_weight_loader *L, const char *full_weight, const char 
                      clef_dtype want, size_t *n_elements, void **out) {
     char full[320];
     snprintf(full, sizeof full, "%s%s", full_weight, suffix);
-    const clef_tensor_info *t;
-    void *host;
+    const clef_tensor_info *t = NULL;
+    void *host = NULL;
     int st = read_host(L, full, want, want, &t, &host);
     if (st)
         return st;
@@ -82,8 +82,8 @@ static int row_scales(clef_weight_loader *L, const char *full_weight, int64_t ro
                       const float **out) {
     char full[320];
     snprintf(full, sizeof full, "%s_scale", full_weight); /* P.weight -> P.weight_scale */
-    const clef_tensor_info *t;
-    void *host;
+    const clef_tensor_info *t = NULL;
+    void *host = NULL;
     int st = read_host(L, full, CLEF_DTYPE_F32, CLEF_DTYPE_BF16, &t, &host);
     if (st)
         return st;
@@ -99,7 +99,7 @@ static int row_scales(clef_weight_loader *L, const char *full_weight, int64_t ro
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "tensor '%s': no memory", full);
     }
     clef_convert_to_f32(t->dtype == CLEF_DTYPE_BF16 ? CLEF_SCALAR_BF16 : CLEF_SCALAR_F32, host, n, f);
-    void *dst;
+    void *dst = NULL;
     st = place(L, f, sizeof(float) * n, full, &dst);
     free(host);
     free(f);
@@ -111,8 +111,8 @@ static int load_nf4(clef_weight_loader *L, const char *full, const clef_tensor_i
                     int64_t rows, int64_t cols, clef_quant *q, clef_matrix *m) {
     char name[320];
     snprintf(name, sizeof name, "%s.quant_state.bitsandbytes__nf4", full);
-    const clef_tensor_info *ts;
-    void *json;
+    const clef_tensor_info *ts = NULL;
+    void *json = NULL;
     int st = read_host(L, name, CLEF_DTYPE_U8, CLEF_DTYPE_U8, &ts, &json);
     if (st)
         return st;
@@ -131,8 +131,8 @@ static int load_nf4(clef_weight_loader *L, const char *full, const clef_tensor_i
                          "double quant are run", full, (long long)qs.blocksize, (long long)cols,
                          qs.nested);
     const int64_t n = rows * cols, blocks = (n + 63) / 64;
-    size_t count;
-    void *absmax, *code, *nested_absmax, *nested_code;
+    size_t count = 0;
+    void *absmax = NULL, *code = NULL, *nested_absmax = NULL, *nested_code = NULL;
     if ((st = companion(L, full, ".absmax", CLEF_DTYPE_U8, &count, &absmax)))
         return st;
     if (count != (size_t)blocks)
@@ -200,16 +200,16 @@ int clef_weight_load_quant_matrix_parts(clef_weight_loader *L, const clef_tensor
                          "weights", full, clef_wtype_name(m.type), L->be->ops->name,
                          clef_wtype_name(m.type));
     /* the stored data, as is */
-    void *host;
-    const clef_tensor_info *ti;
+    void *host = NULL;
+    const clef_tensor_info *ti = NULL;
     if ((st = read_host(L, full, t->dtype, t->dtype, &ti, &host)))
         return st;
-    void *data;
+    void *data = NULL;
     st = place(L, host, (size_t)t->n_bytes, full, &data);
     free(host);
     if (st)
         return st;
-    void *qdst;
+    void *qdst = NULL;
     if ((st = place(L, &host_q, sizeof host_q, full, &qdst)))
         return st;
     m.data = data;
