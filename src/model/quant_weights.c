@@ -10,9 +10,11 @@
  *   FP8   P.weight F8_E4M3 [rows, cols] + P.weight_scale BF16/F32 [rows, 1] (widened to fp32)
  *   INT8  P.weight I8 [rows, cols] + P.weight_scale F32/BF16 [rows, 1]; ConvRot group 256
  *         (the release reader has checked comfy_quant and cols % 256)
- * Companions are small; they are read whole through host memory and written with the
- * backend's write, like every weight. The descriptor (clef_quant) lives in the owner's buffer
- * set next to the data, so it is freed with the weights.
+ * It is the loader's plug point (clef_weight_quant_fn, weight_loader.h; installed by
+ * clef_weight_loader_init): the loader then checks the backend runs the format, slices parts
+ * and prepares. Tensors are read whole through host memory and written with the backend's
+ * write (no staging in pieces yet); the descriptor comes from clef_weight_new_quant and lives
+ * with the weights.
  */
 #include "model/quant_weights.h"
 
@@ -56,7 +58,6 @@ static int place(clef_weight_loader *L, const void *host, size_t bytes, const ch
     int st = bytes ? clef_backend_write(L->be, dst, host, bytes) : CLEF_OK;
     if (st)
         return clef_fail_prefix(st, "placing tensor '%s'", full);
-    L->bytes += bytes;
     *out = dst;
     return CLEF_OK;
 }
@@ -165,29 +166,33 @@ static int load_nf4(clef_weight_loader *L, const char *full, const clef_tensor_i
     return CLEF_OK;
 }
 
-int clef_weight_load_quant_matrix_parts(clef_weight_loader *L, const clef_tensor_info *t,
-                                        const char *full, int64_t rows, int64_t cols,
-                                        int n_parts, const int64_t *part_rows, clef_matrix *out) {
+int clef_weight_load_quantized(void *ctx, clef_weight_loader *L, const char *name,
+                               const clef_tensor_info *t, int64_t rows, int64_t cols,
+                               clef_matrix *out) {
+    (void)ctx;
+    char full[256];
+    snprintf(full, sizeof full, "%s%s", L->name_prefix, name);
     clef_matrix m = {.rows = rows, .cols = cols, .ld = cols};
-    clef_quant host_q;
-    memset(&host_q, 0, sizeof host_q);
+    clef_quant *q = clef_weight_new_quant(L); /* host memory, lives with the weights */
+    if (!q)
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "tensor '%s': no memory for its descriptor", full);
     int st;
     if (t->dtype == CLEF_DTYPE_U8) {
-        st = load_nf4(L, full, t, rows, cols, &host_q, &m);
+        st = load_nf4(L, full, t, rows, cols, q, &m);
     } else {
         if (t->n_dims != 2 || t->shape[0] != rows || t->shape[1] != cols)
             return clef_fail(CLEF_ERR_TENSOR_SHAPE, "tensor '%s' is not [%lld, %lld]", full,
                              (long long)rows, (long long)cols);
         if (t->dtype == CLEF_DTYPE_F8_E4M3) {
             m.type = CLEF_WTYPE_FP8_E4M3;
-            st = row_scales(L, full, rows, &host_q.u.fp8.weight_scale);
+            st = row_scales(L, full, rows, &q->u.fp8.weight_scale);
         } else if (t->dtype == CLEF_DTYPE_I8) {
             if (cols % 256 != 0)
                 return clef_fail(CLEF_ERR_TENSOR_SHAPE, "tensor '%s': INT8 ConvRot needs in "
                                  "features a multiple of 256, got %lld", full, (long long)cols);
             m.type = CLEF_WTYPE_INT8_CONVROT;
-            host_q.u.int8_convrot.rotation_group = 256;
-            st = row_scales(L, full, rows, &host_q.u.int8_convrot.weight_scale);
+            q->u.int8_convrot.rotation_group = 256;
+            st = row_scales(L, full, rows, &q->u.int8_convrot.weight_scale);
         } else {
             return clef_fail(CLEF_ERR_TENSOR_DTYPE, "tensor '%s' has dtype %s: not a weight "
                              "format", full, clef_dtype_name(t->dtype));
@@ -195,10 +200,6 @@ int clef_weight_load_quant_matrix_parts(clef_weight_loader *L, const clef_tensor
     }
     if (st)
         return st;
-    if (!clef_backend_supports_format(L->be, m.type))
-        return clef_fail(CLEF_ERR_UNSUPPORTED, "tensor '%s' is %s: backend '%s' does not run %s "
-                         "weights", full, clef_wtype_name(m.type), L->be->ops->name,
-                         clef_wtype_name(m.type));
     /* the stored data, as is */
     void *host = NULL;
     const clef_tensor_info *ti = NULL;
@@ -209,13 +210,8 @@ int clef_weight_load_quant_matrix_parts(clef_weight_loader *L, const clef_tensor
     free(host);
     if (st)
         return st;
-    void *qdst = NULL;
-    if ((st = place(L, &host_q, sizeof host_q, full, &qdst)))
-        return st;
     m.data = data;
-    m.quant = qdst;
-    int64_t r0 = 0;
-    for (int i = 0; i < n_parts; r0 += part_rows[i], i++)
-        out[i] = n_parts == 1 ? m : clef_matrix_slice_rows(&m, r0, part_rows[i]);
+    m.quant = q;
+    *out = m;
     return CLEF_OK;
 }

@@ -70,7 +70,7 @@ static size_t weight_bytes_of(clef_backend *be, const char *dir) {
     clef_release *rel = NULL;
     qwen35_model *m = NULL;
     size_t bytes = 0;
-    if (clef_release_open(dir, NULL, &rel) == CLEF_OK && qwen35_load_release(rel, be, NULL, &m) == CLEF_OK)
+    if (clef_release_open(dir, NULL, &rel) == CLEF_OK && qwen35_load_release(rel, be, &m) == CLEF_OK)
         bytes = qwen35_weight_bytes(m);
     qwen35_free(m);
     clef_release_free(rel);
@@ -94,15 +94,22 @@ static void check_precision(clef_backend *be, const char *name, double tolerance
         int64_t max_T = 0;
         for (uint32_t i = 0; i < n; i++)
             max_T = r[i].T > max_T ? r[i].T : max_T;
+        int64_t total = 0;
+        for (uint32_t i = 0; i < n; i++)
+            total += r[i].T;
         qwen35_params p = qwen35_default_params();
         p.max_seq_len = max_T;
+        p.max_tokens = total;
         qwen35_model *m = NULL;
-        st = qwen35_load_release(rel, be, &p, &m);
+        qwen35_state *s = NULL;
+        st = qwen35_load_release(rel, be, &m);
+        if (st == CLEF_OK)
+            st = qwen35_state_create(m, be, &p, &s);
         CHECK_MSG(st == CLEF_OK, "%s: load: %s", name, clef_last_error());
         for (uint32_t i = 0; st == CLEF_OK && i < n; i++) {
             int64_t seq[2] = {0, r[i].T};
-            CHECK_EQ_INT(qwen35_forward(m, 1, seq, r[i].ids), CLEF_OK);
-            const float *out = qwen35_output(m);
+            CHECK_EQ_INT(qwen35_forward(m, s, 1, seq, r[i].ids, NULL), CLEF_OK);
+            const float *out = qwen35_state_output(s);
             double num = 0, den = 0;
             for (uint32_t j = 0; j < r[i].n_rows; j++)
                 for (uint32_t d = 0; d < D; d++) {
@@ -120,33 +127,25 @@ static void check_precision(clef_backend *be, const char *name, double tolerance
         }
         if (st == CLEF_OK) {
             /* the records packed into one forward: each row as when alone */
-            int64_t total = 0;
-            for (uint32_t i = 0; i < n; i++)
-                total += r[i].T;
             float *alone = malloc(sizeof(float) * (size_t)total * D);
             int32_t *ids = malloc(sizeof(int32_t) * (size_t)total);
             int64_t *seq = malloc(sizeof(int64_t) * (n + 1));
             seq[0] = 0;
             for (uint32_t i = 0; i < n; i++) {
                 int64_t one[2] = {0, r[i].T};
-                CHECK_EQ_INT(qwen35_forward(m, 1, one, r[i].ids), CLEF_OK);
-                memcpy(alone + seq[i] * D, qwen35_output(m), sizeof(float) * r[i].T * D);
+                CHECK_EQ_INT(qwen35_forward(m, s, 1, one, r[i].ids, NULL), CLEF_OK);
+                memcpy(alone + seq[i] * D, qwen35_state_output(s), sizeof(float) * r[i].T * D);
                 memcpy(ids + seq[i], r[i].ids, sizeof(int32_t) * r[i].T);
                 seq[i + 1] = seq[i] + r[i].T;
             }
-            qwen35_free(m);
-            m = NULL;
-            p.max_tokens = total;
-            CHECK_EQ_INT(qwen35_load_release(rel, be, &p, &m), CLEF_OK);
-            if (m) {
-                CHECK_EQ_INT(qwen35_forward(m, n, seq, ids), CLEF_OK);
-                CHECK_MSG(!memcmp(qwen35_output(m), alone, sizeof(float) * (size_t)total * D),
-                          "%s: the %u records packed differ from each alone", name, n);
-                resident_bytes = qwen35_weight_bytes(m);
-                printf("%-4s weights resident on the backend: %zu bytes\n", name, resident_bytes);
-            }
+            CHECK_EQ_INT(qwen35_forward(m, s, n, seq, ids, NULL), CLEF_OK);
+            CHECK_MSG(!memcmp(qwen35_state_output(s), alone, sizeof(float) * (size_t)total * D),
+                      "%s: the %u records packed differ from each alone", name, n);
+            resident_bytes = qwen35_weight_bytes(m);
+            printf("%-4s weights resident on the backend: %zu bytes\n", name, resident_bytes);
             free(alone), free(ids), free(seq);
         }
+        qwen35_state_free(s);
         qwen35_free(m);
     }
     for (uint32_t i = 0; r && i < n; i++)
