@@ -465,6 +465,10 @@ static void test_attention(clef_backend *be) {
     test_attention_case(be, 65, 65, 4, 2, 256, 1);
     test_attention_case(be, 40, 100, 4, 4, 32, 1);  /* queries are the last 40 of 100 */
     test_attention_case(be, 33, 300, 4, 4, 64, 0);  /* cross-attention */
+    /* several key blocks of the online softmax (256 keys each), ragged last block */
+    test_attention_case(be, 600, 600, 2, 1, 32, 1);
+    test_attention_case(be, 70, 777, 2, 2, 16, 1);  /* queries are the last 70 of 777 */
+    test_attention_case(be, 5, 1000, 2, 1, 32, 0);
 }
 
 /* ---- rope ---- */
