@@ -227,3 +227,62 @@ void clef_add(clef_backend *be, int64_t n, const float *a, const float *b, float
     CLEF_ASSERT(a && b && y);
     be->ops->add(be, n, a, b, y);
 }
+
+/* ---- head ops ---------------------------------------------------------------------------- */
+
+void clef_segment_sum(clef_backend *be, int64_t n_seg, int64_t dim, const clef_segment *segs,
+                      const float *x, int64_t ldx, const float *row_weight, float *y,
+                      int64_t ldy) {
+    CLEF_ASSERT(n_seg >= 0 && dim > 0 && ldx >= dim && ldy >= dim);
+    if (n_seg == 0)
+        return;
+    CLEF_ASSERT(segs && x && y);
+    be->ops->segment_sum(be, n_seg, dim, segs, x, ldx, row_weight, y, ldy);
+}
+
+void clef_row_dot(clef_backend *be, int64_t n, int64_t dim, const float *a, int64_t lda,
+                  const int32_t *ia, const float *b, int64_t ldb, const int32_t *ib, float scale,
+                  float eps, float *out) {
+    CLEF_ASSERT(n >= 0 && dim > 0 && lda >= dim && ldb >= dim && eps >= 0.0f);
+    if (n == 0)
+        return;
+    CLEF_ASSERT(a && b && out);
+    be->ops->row_dot(be, n, dim, a, lda, ia, b, ldb, ib, scale, eps, out);
+}
+
+void clef_segment_softmax(clef_backend *be, int64_t n_seg, const int32_t *offsets,
+                          const float *x, float *y) {
+    CLEF_ASSERT(n_seg >= 0);
+    if (n_seg == 0)
+        return;
+    CLEF_ASSERT(offsets && x && y);
+    be->ops->segment_softmax(be, n_seg, offsets, x, y);
+}
+
+void clef_add_rows(clef_backend *be, int64_t rows, int64_t cols, const float *x, int64_t ldx,
+                   const float *v, int64_t ldv, const int32_t *idx, float *y, int64_t ldy) {
+    CLEF_ASSERT(rows >= 0 && cols > 0 && ldx >= cols && ldy >= cols && ldv >= 0);
+    CLEF_ASSERT(!idx || ldv >= cols);
+    if (rows == 0)
+        return;
+    CLEF_ASSERT(x && v && y && (x != y || ldx == ldy));
+    be->ops->add_rows(be, rows, cols, x, ldx, v, ldv, idx, y, ldy);
+}
+
+void clef_pair_features(clef_backend *be, int64_t rows, int64_t dim, const float *f,
+                        int64_t ldf, const int32_t *idx, const float *o, int64_t ldo,
+                        float *feat, int64_t ldfeat) {
+    CLEF_ASSERT(rows >= 0 && dim > 0 && ldf >= dim && ldo >= dim && ldfeat >= 4 * dim);
+    if (rows == 0)
+        return;
+    CLEF_ASSERT(f && idx && o && feat);
+    be->ops->pair_features(be, rows, dim, f, ldf, idx, o, ldo, feat, ldfeat);
+}
+
+void clef_axpy(clef_backend *be, int64_t n, float alpha, const float *x, float *y) {
+    CLEF_ASSERT(n >= 0);
+    if (n == 0)
+        return;
+    CLEF_ASSERT(x && y);
+    be->ops->axpy(be, n, alpha, x, y);
+}

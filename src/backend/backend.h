@@ -102,6 +102,15 @@ typedef enum clef_unary_op {
     CLEF_UNARY_COUNT
 } clef_unary_op;
 
+/* One segment of clef_segment_sum (see segment_sum in the op table). */
+typedef struct clef_segment {
+    int32_t dst;        /* output row */
+    int32_t begin, end; /* rows [begin, end) of x; begin <= end */
+    int32_t count;      /* divisor of a mean (> 0; the whole segment's rows when its rows
+                         * arrive in several calls); unused with row weights */
+    int32_t accumulate; /* 1: add into y[dst]; 0: overwrite y[dst] */
+} clef_segment;
+
 /* ---- the op table ------------------------------------------------------------------------- */
 
 typedef struct clef_backend clef_backend;
@@ -113,6 +122,10 @@ typedef struct clef_backend_ops {
     /* memory (backend buffers hold weights and activations) */
     void *(*alloc)(clef_backend *be, size_t bytes);          /* NULL on failure; 64-byte aligned */
     void (*release)(clef_backend *be, void *buf);            /* accepts NULL */
+    /* write: returns when host_src may be reused; ordered with the ops of this backend (an
+     * op queued before it sees the old bytes, one queued after it the new). read: call
+     * synchronize first; the only way results come back to the host. Model code never
+     * dereferences backend memory (clef_backend_params.guard_host_access catches it). */
     int (*write)(clef_backend *be, void *dst, const void *host_src, size_t bytes);
     int (*read)(clef_backend *be, void *host_dst, const void *src, size_t bytes);
     int (*synchronize)(clef_backend *be);
@@ -195,6 +208,54 @@ typedef struct clef_backend_ops {
 
     /* y = a + b elementwise over n contiguous floats. y may alias a or b. */
     void (*add)(clef_backend *be, int64_t n, const float *a, const float *b, float *y);
+
+    /* ==== head ops: the reductions of the joint schema head (src/model/joint_head.c) ======
+     * The head computes nothing on the host; what used to be host loops over backend memory
+     * are the ops below. Index arrays (segments, row indices, offsets) live in backend memory
+     * like every other operand: the model stages them with clef_backend_write. Every
+     * reduction accumulates in double and rounds to fp32 once, so the result does not depend
+     * on the thread count or on how the backend splits the work. */
+
+    /* Segment sums of rows: for each s < n_seg, with g = segs[s],
+     *   acc = sum over rows r in [g.begin, g.end) of c_r * x[r, :dim]   (in double)
+     *   c_r = row_weight ? row_weight[r] : 1 / g.count
+     *   y[g.dst, :] = (g.accumulate ? y[g.dst, :] : 0) + (float)acc.
+     * Covers span means (row_weight NULL, count = span length), a mean whose rows arrive in
+     * several pieces (later pieces with accumulate = 1) and attention-style weighted sums
+     * (row_weight = softmax weights). No two segments of one call may share a dst. */
+    void (*segment_sum)(clef_backend *be, int64_t n_seg, int64_t dim, const clef_segment *segs,
+                        const float *x, int64_t ldx, const float *row_weight, float *y,
+                        int64_t ldy);
+
+    /* Row dot products, for i < n (ia, ib NULL: row i):
+     *   out[i] = scale * <a[ia[i], :dim], b[ib[i], :dim]> / (max(|a_i|, eps) * max(|b_i|, eps))
+     * with eps > 0 (cosine similarity, or the dot of two F.normalize'd rows), and without the
+     * division when eps == 0 (plain dot product). Dots and norms in double. */
+    void (*row_dot)(clef_backend *be, int64_t n, int64_t dim, const float *a, int64_t lda,
+                    const int32_t *ia, const float *b, int64_t ldb, const int32_t *ib,
+                    float scale, float eps, float *out);
+
+    /* Softmax within segments of a vector: for s < n_seg, over i in [offsets[s],
+     * offsets[s+1]) (cu_seqlens-style offsets, n_seg + 1 of them, non-decreasing):
+     * y[i] = exp(x[i] - max) / sum exp(x[j] - max), in double. y may alias x. */
+    void (*segment_softmax)(clef_backend *be, int64_t n_seg, const int32_t *offsets,
+                            const float *x, float *y);
+
+    /* Row broadcast / gathered add: y[r, c] = x[r, c] + v[idx ? idx[r] : 0, c] for r < rows,
+     * c < cols (idx NULL: the single row v is added to every row). In place ok (y == x). */
+    void (*add_rows)(clef_backend *be, int64_t rows, int64_t cols, const float *x, int64_t ldx,
+                     const float *v, int64_t ldv, const int32_t *idx, float *y, int64_t ldy);
+
+    /* Pair features of the head's residual scorer, for r < rows, with f_r = f[idx[r], :dim]
+     * and o_r = o[r, :dim]: feat[r, :4 dim] = [f_r, o_r, f_r * o_r, |f_r - o_r|] (fp32). */
+    void (*pair_features)(clef_backend *be, int64_t rows, int64_t dim, const float *f,
+                          int64_t ldf, const int32_t *idx, const float *o, int64_t ldo,
+                          float *feat, int64_t ldfeat);
+
+    /* y[i] += alpha * x[i] over n contiguous floats (fp32, one rounding per product and one
+     * per sum). */
+    void (*axpy)(clef_backend *be, int64_t n, float alpha, const float *x, float *y);
+    /* ==== end of head ops ================================================================== */
 } clef_backend_ops;
 
 struct clef_backend {
@@ -208,6 +269,12 @@ struct clef_backend {
 
 typedef struct clef_backend_params {
     int n_threads; /* CPU worker threads; 0 = all available (OpenMP default) */
+    /* CPU only, for tests: 1 = buffers are readable and writable only inside the backend's
+     * ops, read and write (an mprotect'ed arena; any other access faults), so a test proves
+     * the model never touches backend memory from the host. host_visible is 0 then. Same
+     * results, bit for bit, as the plain CPU backend. 0 = ordinary host memory. */
+    int guard_host_access;
+    size_t guard_arena_bytes; /* address space reserved for the guarded arena; 0 = 8 GiB */
 } clef_backend_params;
 
 clef_backend_params clef_backend_default_params(void);
@@ -257,5 +324,21 @@ void clef_mul_sigmoid(clef_backend *be, int64_t rows, int64_t cols, float *x, in
                       const float *gate, int64_t ldgate);
 void clef_swiglu(clef_backend *be, int64_t n, const float *gate, const float *up, float *y);
 void clef_add(clef_backend *be, int64_t n, const float *a, const float *b, float *y);
+
+/* head ops (see the op table) */
+void clef_segment_sum(clef_backend *be, int64_t n_seg, int64_t dim, const clef_segment *segs,
+                      const float *x, int64_t ldx, const float *row_weight, float *y,
+                      int64_t ldy);
+void clef_row_dot(clef_backend *be, int64_t n, int64_t dim, const float *a, int64_t lda,
+                  const int32_t *ia, const float *b, int64_t ldb, const int32_t *ib, float scale,
+                  float eps, float *out);
+void clef_segment_softmax(clef_backend *be, int64_t n_seg, const int32_t *offsets,
+                          const float *x, float *y);
+void clef_add_rows(clef_backend *be, int64_t rows, int64_t cols, const float *x, int64_t ldx,
+                   const float *v, int64_t ldv, const int32_t *idx, float *y, int64_t ldy);
+void clef_pair_features(clef_backend *be, int64_t rows, int64_t dim, const float *f,
+                        int64_t ldf, const int32_t *idx, const float *o, int64_t ldo,
+                        float *feat, int64_t ldfeat);
+void clef_axpy(clef_backend *be, int64_t n, float alpha, const float *x, float *y);
 
 #endif /* CLEF_BACKEND_BACKEND_H */

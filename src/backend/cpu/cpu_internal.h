@@ -9,9 +9,13 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_gemm.h"
 
+typedef struct cpu_guard cpu_guard;
+
 typedef struct cpu_context {
     int n_threads;
     float **pack; /* [n_threads] buffers of CPU_GEMM_PACK_FLOATS floats */
+    cpu_guard *guard;              /* guarded variant only: the protected arena, else NULL */
+    clef_backend_ops guarded_ops;  /* guarded variant only: its op table */
 } cpu_context;
 
 static inline cpu_context *cpu_ctx(clef_backend *be) { return (cpu_context *)be->ctx; }
@@ -69,5 +73,26 @@ void cpu_gdn_gates(clef_backend *be, int64_t T, int64_t H, const float *a, int64
                    float *g, float *beta);
 void cpu_gdn(clef_backend *be, const clef_gdn_args *args, void *scratch);
 size_t cpu_gdn_workspace_size(clef_backend *be, const clef_gdn_args *args);
+
+/* cpu_guard.c: the guarded variant (clef_backend_params.guard_host_access). */
+int cpu_guard_create(size_t reserve_bytes, cpu_guard **out);
+void cpu_guard_free(cpu_guard *g); /* accepts NULL */
+void cpu_guard_ops(const clef_backend_ops *plain, clef_backend_ops *out);
+
+/* cpu_head_ops.c (the head ops section of the op table) */
+void cpu_segment_sum(clef_backend *be, int64_t n_seg, int64_t dim, const clef_segment *segs,
+                     const float *x, int64_t ldx, const float *row_weight, float *y,
+                     int64_t ldy);
+void cpu_row_dot(clef_backend *be, int64_t n, int64_t dim, const float *a, int64_t lda,
+                 const int32_t *ia, const float *b, int64_t ldb, const int32_t *ib, float scale,
+                 float eps, float *out);
+void cpu_segment_softmax(clef_backend *be, int64_t n_seg, const int32_t *offsets,
+                         const float *x, float *y);
+void cpu_add_rows(clef_backend *be, int64_t rows, int64_t cols, const float *x, int64_t ldx,
+                  const float *v, int64_t ldv, const int32_t *idx, float *y, int64_t ldy);
+void cpu_pair_features(clef_backend *be, int64_t rows, int64_t dim, const float *f,
+                       int64_t ldf, const int32_t *idx, const float *o, int64_t ldo,
+                       float *feat, int64_t ldfeat);
+void cpu_axpy(clef_backend *be, int64_t n, float alpha, const float *x, float *y);
 
 #endif /* CLEF_BACKEND_CPU_INTERNAL_H */
