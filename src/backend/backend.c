@@ -7,22 +7,6 @@
 
 #include "core/error.h"
 
-const char *clef_wtype_name(clef_wtype t) {
-    switch (t) {
-    case CLEF_WTYPE_F32: return "F32";
-    case CLEF_WTYPE_BF16: return "BF16";
-    default: return "?";
-    }
-}
-
-size_t clef_wtype_size(clef_wtype t) {
-    switch (t) {
-    case CLEF_WTYPE_F32: return 4;
-    case CLEF_WTYPE_BF16: return 2;
-    default: return 0;
-    }
-}
-
 clef_backend_params clef_backend_default_params(void) {
     clef_backend_params p = {0};
     return p;
@@ -50,20 +34,70 @@ int clef_backend_read(clef_backend *be, void *host_dst, const void *src, size_t 
 
 int clef_backend_synchronize(clef_backend *be) { return be->ops->synchronize(be); }
 
+int clef_backend_supports_format(clef_backend *be, clef_wtype t) {
+    if (!clef_wtype_get_traits(t))
+        return 0;
+    if (be->ops->supports_format)
+        return be->ops->supports_format(be, t);
+    return t == CLEF_WTYPE_F32 || t == CLEF_WTYPE_BF16;
+}
+
+/* A matrix every op may be handed: a known type, its descriptor iff quantized, whole blocks. */
+static void check_matrix(const clef_matrix *w) {
+    CLEF_ASSERT(w && w->data);
+    const clef_wtype_traits *tr = clef_wtype_get_traits(w->type);
+    CLEF_ASSERT(tr && (tr->is_quantized ? w->quant != NULL : w->quant == NULL));
+    CLEF_ASSERT(w->rows > 0 && w->cols > 0 && w->ld >= w->cols && w->quant_row0 >= 0);
+    CLEF_ASSERT(w->ld % tr->block_size == 0);
+}
+
+size_t clef_backend_prepared_size(clef_backend *be, const clef_matrix *w) {
+    check_matrix(w);
+    return be->ops->prepared_size ? be->ops->prepared_size(be, w) : 0;
+}
+
+int clef_backend_prepare_matrix(clef_backend *be, const clef_matrix *w, void *dst,
+                                clef_matrix *out) {
+    check_matrix(w);
+    CLEF_ASSERT(be->ops->prepare_matrix && dst && out);
+    int st = be->ops->prepare_matrix(be, w, dst, out);
+    if (st == CLEF_OK) {
+        check_matrix(out);
+        CLEF_ASSERT(out->rows == w->rows && out->cols == w->cols);
+    }
+    return st;
+}
+
+static void check_matmul(int64_t T, int64_t ldx, const clef_matrix *w, int64_t ldy) {
+    check_matrix(w);
+    CLEF_ASSERT(T >= 0 && ldx >= w->cols && ldy >= w->rows);
+}
+
 void clef_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
                  const float *bias, float *y, int64_t ldy, int accumulate) {
-    CLEF_ASSERT(w && w->data && w->type >= 0 && w->type < CLEF_WTYPE_COUNT);
-    CLEF_ASSERT(w->rows > 0 && w->cols > 0 && w->ld >= w->cols);
-    CLEF_ASSERT(T >= 0 && ldx >= w->cols && ldy >= w->rows);
+    clef_matmul_scratch(be, T, x, ldx, w, bias, y, ldy, accumulate, NULL);
+}
+
+void clef_matmul_scratch(clef_backend *be, int64_t T, const float *x, int64_t ldx,
+                         const clef_matrix *w, const float *bias, float *y, int64_t ldy,
+                         int accumulate, void *scratch) {
+    check_matmul(T, ldx, w, ldy);
     if (T == 0)
         return;
     CLEF_ASSERT(x && y);
-    be->ops->matmul(be, T, x, ldx, w, bias, y, ldy, accumulate);
+    be->ops->matmul(be, T, x, ldx, w, bias, y, ldy, accumulate, scratch);
+}
+
+size_t clef_matmul_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w) {
+    CLEF_ASSERT(T >= 0);
+    check_matrix(w);
+    return be->ops->matmul_workspace_size ? be->ops->matmul_workspace_size(be, T, w) : 0;
 }
 
 void clef_get_rows(clef_backend *be, const clef_matrix *e, int64_t n, const int32_t *ids,
                    float *y, int64_t ldy) {
-    CLEF_ASSERT(e && e->data && n >= 0 && ldy >= e->cols);
+    check_matrix(e);
+    CLEF_ASSERT(n >= 0 && ldy >= e->cols);
     if (n == 0)
         return;
     CLEF_ASSERT(ids && y);

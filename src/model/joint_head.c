@@ -14,6 +14,7 @@
  * our values sit at (or nearer than) the fp32 rounding noise of PyTorch's.
  */
 #include "model/joint_head.h"
+#include "model/weight_loader.h"
 
 #include "backend/buffer_set.h"
 #include "core/error.h"
@@ -133,130 +134,32 @@ struct clef_joint_head {
 
 /* ---- loading ------------------------------------------------------------------------------ */
 
+/* The shared weight loader (weight_loader.h) over the head's tensors "head.<name>"; shapes
+ * come from joint_head_config.json. Matrices keep their stored format, norms, biases, the type
+ * embedding and the three scalars become fp32. */
 typedef struct head_loader {
     clef_joint_head *head;
-    const clef_tensor_source *src;
+    clef_weight_loader wl;
 } head_loader;
 
 static void *head_alloc(clef_joint_head *h, size_t bytes) {
     return clef_buffer_set_alloc(&h->buffers, bytes);
 }
 
-/* Find head.<name> and check it has n_dims dims of the given sizes. */
-static int find_tensor(head_loader *L, const char *name, int n_dims, const int64_t *dims,
-                       const clef_tensor_info **out) {
-    char full[256], want[96], got[96];
-    snprintf(full, sizeof full, "head.%s", name);
-    const clef_tensor_info *t = L->src->find(L->src->ctx, full);
-    if (!t)
-        return clef_fail(CLEF_ERR_TENSOR_MISSING, "joint head: tensor '%s' is missing", full);
-    int ok = t->n_dims == n_dims;
-    for (int i = 0; ok && i < n_dims; i++)
-        ok = t->shape[i] == dims[i];
-    if (!ok) {
-        return clef_fail(CLEF_ERR_TENSOR_SHAPE,
-                         "joint head: tensor '%s' has shape %s, joint_head_config.json says %s",
-                         full, clef_shape_str(t->shape, t->n_dims, got, sizeof got),
-                         clef_shape_str(dims, n_dims, want, sizeof want));
-    }
-    *out = t;
-    return CLEF_OK;
-}
-
-/* A matrix (rows, cols) kept in its stored type, read straight into backend memory. */
 static int load_matrix(head_loader *L, const char *name, int64_t rows, int64_t cols,
                        clef_matrix *m) {
-    const clef_tensor_info *t;
-    int64_t dims[2] = {rows, cols};
-    int st = find_tensor(L, name, 2, dims, &t);
-    if (st)
-        return st;
-    clef_wtype type;
-    if (t->dtype == CLEF_DTYPE_BF16)
-        type = CLEF_WTYPE_BF16;
-    else if (t->dtype == CLEF_DTYPE_F32)
-        type = CLEF_WTYPE_F32;
-    else
-        return clef_fail(CLEF_ERR_TENSOR_DTYPE,
-                         "joint head: tensor 'head.%s' is %s, expected BF16 or F32", name,
-                         clef_dtype_name(t->dtype));
-    /* read on the host, then upload: backend memory is never written by the host */
-    void *data = head_alloc(L->head, (size_t)t->n_bytes);
-    void *staged = malloc((size_t)t->n_bytes + 1);
-    if (!data || !staged) {
-        free(staged);
-        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "joint head: no memory for tensor 'head.%s'",
-                         name);
-    }
-    st = L->src->read(L->src->ctx, t, staged);
-    if (!st)
-        st = clef_backend_write(L->head->be, data, staged, (size_t)t->n_bytes);
-    free(staged);
-    if (st)
-        return clef_fail_prefix(st, "joint head: reading 'head.%s'", name);
-    *m = (clef_matrix){.type = type, .rows = rows, .cols = cols, .ld = cols, .data = data};
-    L->head->weight_bytes += (size_t)t->n_bytes;
-    return CLEF_OK;
+    return clef_weight_load_matrix(&L->wl, name, rows, cols, m);
 }
 
-/* A small tensor of n elements (dims as given; n_dims 0 for a scalar) widened to fp32 into
- * dst (host memory of n floats). */
+/* A host fp32 copy of a small tensor (n_dims 0 for a scalar). */
 static int read_f32(head_loader *L, const char *name, int n_dims, const int64_t *dims,
-                    size_t n, float *dst) {
-    const clef_tensor_info *t;
-    int st = find_tensor(L, name, n_dims, dims, &t);
-    if (st)
-        return st;
-    size_t esize = clef_dtype_size(t->dtype);
-    if (t->dtype != CLEF_DTYPE_BF16 && t->dtype != CLEF_DTYPE_F16 && t->dtype != CLEF_DTYPE_F32)
-        return clef_fail(CLEF_ERR_TENSOR_DTYPE,
-                         "joint head: tensor 'head.%s' is %s, expected BF16, F16 or F32", name,
-                         clef_dtype_name(t->dtype));
-    if (t->n_bytes != n * esize)
-        return clef_fail(CLEF_ERR_TENSOR_SHAPE, "joint head: tensor 'head.%s' holds %llu bytes, "
-                         "expected %zu", name, (unsigned long long)t->n_bytes, n * esize);
-    void *raw = malloc(n * esize + 1);
-    if (!raw)
-        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "joint head: no memory for 'head.%s'", name);
-    st = L->src->read(L->src->ctx, t, raw);
-    if (st) {
-        free(raw);
-        return clef_fail_prefix(st, "joint head: reading 'head.%s'", name);
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (t->dtype == CLEF_DTYPE_BF16)
-            dst[i] = clef_bf16_to_f32(((const uint16_t *)raw)[i]);
-        else if (t->dtype == CLEF_DTYPE_F16)
-            dst[i] = clef_f16_to_f32(((const uint16_t *)raw)[i]);
-        else
-            dst[i] = ((const float *)raw)[i];
-    }
-    free(raw);
-    L->head->weight_bytes += n * sizeof(float);
-    return CLEF_OK;
-}
-
-/* A tensor of n fp32 values (dims as given) in backend memory, widened on the host and
- * uploaded. */
-static int upload_f32(head_loader *L, const char *name, int n_dims, const int64_t *dims,
-                      int64_t n, float **out) {
-    float *v = head_alloc(L->head, (size_t)n * sizeof(float));
-    float *staged = malloc((size_t)n * sizeof(float));
-    int st = CLEF_OK;
-    if (!v || !staged)
-        st = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "joint head: no memory for 'head.%s'", name);
-    if (!st)
-        st = read_f32(L, name, n_dims, dims, (size_t)n, staged);
-    if (!st)
-        st = clef_backend_write(L->head->be, v, staged, (size_t)n * sizeof(float));
-    free(staged);
-    *out = v;
-    return st;
+                    float *dst) {
+    return clef_weight_read_host_f32(&L->wl, name, dims, n_dims, dst);
 }
 
 /* A vector of n fp32 values in backend memory. */
 static int load_vector(head_loader *L, const char *name, int64_t n, float **out) {
-    return upload_f32(L, name, 1, &n, n, out);
+    return clef_weight_load_vector(&L->wl, name, &n, 1, out);
 }
 
 static int load_norm(head_loader *L, const char *prefix, int64_t dim, head_norm *n) {
@@ -271,7 +174,7 @@ static int load_norm(head_loader *L, const char *prefix, int64_t dim, head_norm 
 
 static int load_linear(head_loader *L, const char *prefix, int64_t out, int64_t in,
                        int with_bias, head_linear *lin) {
-    char name[192]; /* prefix comes from a 160-byte name (load_attention) + ".weight" */
+    char name[192]; /* prefix (< 160, see load_attention) + ".weight" */
     snprintf(name, sizeof name, "%s.weight", prefix);
     int st = load_matrix(L, name, out, in, &lin->w);
     if (st || !with_bias)
@@ -283,22 +186,20 @@ static int load_linear(head_loader *L, const char *prefix, int64_t out, int64_t 
 static int load_attention(head_loader *L, const char *prefix, int64_t width,
                           head_attention *a) {
     char name[160];
-    clef_matrix packed;
     float *packed_bias = NULL;
+    /* torch packs q, k, v as consecutive row blocks of in_proj_weight: q (width rows) and
+     * kv (2 width rows) are used as two matrices */
+    clef_matrix qkv[2];
+    const int64_t part_rows[2] = {width, 2 * width};
     snprintf(name, sizeof name, "%s.in_proj_weight", prefix);
-    int st = load_matrix(L, name, 3 * width, width, &packed);
+    int st = clef_weight_load_matrix_parts(&L->wl, name, 3 * width, width, 2, part_rows, qkv);
     if (st)
         return st;
     snprintf(name, sizeof name, "%s.in_proj_bias", prefix);
     if ((st = load_vector(L, name, 3 * width, &packed_bias)))
         return st;
-    /* torch packs q, k, v as consecutive row blocks of in_proj_weight */
-    size_t block = (size_t)(width * width) * clef_wtype_size(packed.type);
-    a->q = packed;
-    a->q.rows = width;
-    a->kv = packed;
-    a->kv.rows = 2 * width;
-    a->kv.data = (const char *)packed.data + block;
+    a->q = qkv[0];
+    a->kv = qkv[1];
     a->q_bias = packed_bias;
     a->kv_bias = packed_bias + width;
     snprintf(name, sizeof name, "%s.out_proj", prefix);
@@ -324,7 +225,8 @@ static int load_weights(head_loader *L) {
                           &w->option_lexical_projection)))
         return st;
     int64_t type_dims[2] = {3, W};
-    if ((st = upload_f32(L, "type_embedding.weight", 2, type_dims, 3 * W, &w->type_embedding)))
+    if ((st = clef_weight_load_vector(&L->wl, "type_embedding.weight", type_dims, 2,
+                                      &w->type_embedding)))
         return st;
     for (int64_t i = 0; i < c->routing_layers; i++) {
         head_routing_layer *r = &w->routing[i];
@@ -357,9 +259,9 @@ static int load_weights(head_loader *L) {
         (st = load_norm(L, "option_norm", W, &w->option_norm)) ||
         (st = load_linear(L, "residual_scorer.0", W, 4 * W, 1, &w->scorer_in)) ||
         (st = load_linear(L, "residual_scorer.3", 1, W, 1, &w->scorer_out)) ||
-        (st = read_f32(L, "prior_logit_scale", 0, NULL, 1, &w->prior_logit_scale)) ||
-        (st = read_f32(L, "joint_logit_scale", 0, NULL, 1, &w->joint_logit_scale)) ||
-        (st = read_f32(L, "residual_gate", 0, NULL, 1, &w->residual_gate)))
+        (st = read_f32(L, "prior_logit_scale", 0, NULL, &w->prior_logit_scale)) ||
+        (st = read_f32(L, "joint_logit_scale", 0, NULL, &w->joint_logit_scale)) ||
+        (st = read_f32(L, "residual_gate", 0, NULL, &w->residual_gate)))
         return st;
     return CLEF_OK;
 }
@@ -515,8 +417,12 @@ int clef_joint_head_load(clef_backend *be, const clef_head_config *cfg,
         st = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "joint head: no memory");
         goto err;
     }
-    head_loader L = {.head = h, .src = src};
-    if ((st = load_weights(&L)) || (st = plan_workspace(h)))
+    head_loader L = {.head = h, .wl = clef_weight_loader_init(be, src, &h->buffers, "joint head",
+                                                              "head.", "joint_head_config.json")};
+    st = load_weights(&L);
+    h->weight_bytes = L.wl.bytes;
+    clef_weight_loader_free(&L.wl);
+    if (st || (st = plan_workspace(h)))
         goto err;
     *out = h;
     return CLEF_OK;

@@ -222,11 +222,11 @@ static int64_t pad(harness *h) { return rand_int(h, 0, 5); }
 static void case_matmul(harness *h, case_result *r) {
     const int64_t T = rand_int(h, 1, 40), N = rand_int(h, 1, 70), K = rand_int(h, 1, 160);
     const int bf16 = (int)rand_int(h, 0, 1), with_bias = (int)rand_int(h, 0, 1),
-              accumulate = (int)rand_int(h, 0, 1);
+              accumulate = (int)rand_int(h, 0, 1), planned = (int)rand_int(h, 0, 1);
     const int64_t ldx = K + pad(h), ldw = K + pad(h), xoff = pad(h);
-    snprintf(r->shape, sizeof r->shape, "T=%lld N=%lld K=%lld %s bias=%d acc=%d",
+    snprintf(r->shape, sizeof r->shape, "T=%lld N=%lld K=%lld %s bias=%d acc=%d scratch=%s",
              (long long)T, (long long)N, (long long)K, bf16 ? "BF16" : "F32", with_bias,
-             accumulate);
+             accumulate, planned ? "planned" : "own");
     float *x = host_rand(h, (xoff + T) * ldx, 1.0f), *wf = host_rand(h, N * ldw, 0.5f);
     uint16_t *wb = malloc(sizeof(uint16_t) * (size_t)(N * ldw));
     for (int64_t i = 0; i < N * ldw; i++) {
@@ -249,8 +249,11 @@ static void case_matmul(harness *h, case_result *r) {
                      .ld = ldw};
     w.data = bf16 ? dev_up(h, wb, sizeof(uint16_t) * (size_t)(N * ldw)) : dev_upf(h, wf, N * ldw);
     const float *dx = dev_upf(h, x, (xoff + T) * ldx) + xoff * ldx;
-    clef_matmul(h->be, T, dx, ldx, &w, with_bias ? dev_upf(h, bias, N) : NULL, out_ptr(&y),
-                y.ld, accumulate);
+    /* half the draws with scratch planned for a larger T (matmul_workspace_size), half with
+     * the backend's own */
+    size_t ws = planned ? clef_matmul_workspace_size(h->be, T + 7, &w) : 0;
+    clef_matmul_scratch(h->be, T, dx, ldx, &w, with_bias ? dev_upf(h, bias, N) : NULL,
+                        out_ptr(&y), y.ld, accumulate, ws ? dev_alloc(h, ws) : NULL);
     finish(h, &y, ref, r);
     free(x), free(wf), free(wb), free(bias), free(ref);
 }
@@ -405,7 +408,8 @@ static void case_gdn(harness *h, case_result *r) {
     /* q, k, v inside one projection row, as the model lays them out */
     const int64_t ld = 2 * Hk * dk + Hv * dv + pad(h), off = pad(h);
     float *qkv = host_rand(h, (off + T) * ld, 1.0f);
-    float *g = malloc(sizeof(float) * (size_t)(T * Hv)), *beta = malloc(sizeof(float) * (size_t)(T * Hv));
+    float *g = malloc(sizeof(float) * (size_t)(T * Hv));
+    float *beta = malloc(sizeof(float) * (size_t)(T * Hv));
     for (int64_t i = 0; i < T * Hv; i++) {
         g[i] = -0.3f * (rand_f(h, 1.0f) + 1.0f) - 0.001f;
         beta[i] = 0.5f * (rand_f(h, 1.0f) + 1.0f);
@@ -416,8 +420,9 @@ static void case_gdn(harness *h, case_result *r) {
     const int64_t ldo = Hv * dv;
     out_view y = out_make(h, T * ldo + ns, 1, 1, 0, 0);
     double *ref = calloc((size_t)(T * ldo + ns), sizeof(double));
-    double *S = malloc(sizeof(double) * (size_t)(dk * dv)), *q = malloc(sizeof(double) * (size_t)dk),
-           *k = malloc(sizeof(double) * (size_t)dk), *delta = malloc(sizeof(double) * (size_t)dv);
+    double *S = malloc(sizeof(double) * (size_t)(dk * dv));
+    double *q = malloc(sizeof(double) * (size_t)dk), *k = malloc(sizeof(double) * (size_t)dk);
+    double *delta = malloc(sizeof(double) * (size_t)dv);
     for (int64_t hh = 0; hh < Hv; hh++) {
         const int64_t kh = hh / (Hv / Hk);
         for (int64_t i = 0; i < dk * dv; i++)
@@ -557,10 +562,12 @@ static void case_attention(harness *h, case_result *r) {
     snprintf(r->shape, sizeof r->shape, "nq=%lld nkv=%lld Hq=%lld Hkv=%lld d=%lld causal=%d",
              (long long)nq, (long long)nkv, (long long)Hq, (long long)Hkv, (long long)d,
              (int)causal);
-    float *q = host_rand(h, (qoff + nq) * ldq, 1.5f), *kv = host_rand(h, (kvoff + nkv) * ldkv, 1.5f);
+    float *q = host_rand(h, (qoff + nq) * ldq, 1.5f);
+    float *kv = host_rand(h, (kvoff + nkv) * ldkv, 1.5f);
     const int64_t ohs = d + pad(h);
     out_view y = out_make(h, nq, (Hq - 1) * ohs + d, (Hq - 1) * ohs + d + pad(h), pad(h), 1);
-    double *ref = malloc(sizeof(double) * (size_t)(nq * y.cols)), *s = malloc(sizeof(double) * (size_t)nkv);
+    double *ref = malloc(sizeof(double) * (size_t)(nq * y.cols));
+    double *s = malloc(sizeof(double) * (size_t)nkv);
     for (int64_t i = 0; i < nq; i++)
         for (int64_t c = 0; c < y.cols; c++)
             ref[i * y.cols + c] = out_init(&y, i, c); /* gaps between heads keep their values */
@@ -873,7 +880,7 @@ static const struct {
     void (*run)(harness *h, case_result *r);
     size_t slots[MAX_SLOTS]; /* op-table slots the case exercises (0 = none) */
 } OPS[] = {
-    {"matmul", case_matmul, {SLOT(matmul)}},
+    {"matmul", case_matmul, {SLOT(matmul), SLOT(matmul_workspace_size)}},
     {"get_rows", case_get_rows, {SLOT(get_rows)}},
     {"rmsnorm", case_rmsnorm, {SLOT(rmsnorm)}},
     {"rmsnorm_gated", case_rmsnorm_gated, {SLOT(rmsnorm_gated)}},

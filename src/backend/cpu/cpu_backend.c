@@ -56,7 +56,7 @@ static void cpu_free(clef_backend *be) {
 
 /* Every slot of the table is a pointer; the guarded variant (cpu_guard.c) must wrap each op,
  * so a new op is a compile error here until it is added there too. */
-_Static_assert(sizeof(clef_backend_ops) == 31 * sizeof(void *),
+_Static_assert(sizeof(clef_backend_ops) == 35 * sizeof(void *),
                "the op table changed: add the new op to cpu_guard_ops() in cpu_guard.c, "
                "then update this count");
 
@@ -68,7 +68,11 @@ static const clef_backend_ops cpu_ops = {
     .write = cpu_copy,
     .read = cpu_copy,
     .synchronize = cpu_synchronize,
+    .supports_format = cpu_supports_format,
+    .prepared_size = cpu_prepared_size,
+    .prepare_matrix = cpu_prepare_matrix,
     .matmul = cpu_matmul,
+    .matmul_workspace_size = cpu_matmul_workspace_size,
     .get_rows = cpu_get_rows,
     .rmsnorm = cpu_rmsnorm,
     .rmsnorm_gated = cpu_rmsnorm_gated,

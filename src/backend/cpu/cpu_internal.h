@@ -23,11 +23,23 @@ static inline cpu_context *cpu_ctx(clef_backend *be) { return (cpu_context *)be-
 /* The packing buffer of the calling OpenMP thread (0 outside a parallel region). */
 float *cpu_thread_pack(clef_backend *be);
 
+/* Thread tid's packing buffer inside a matmul scratch of cpu_matmul_workspace_size bytes. */
+#define CPU_PACK_BYTES ((CPU_GEMM_PACK_FLOATS * sizeof(float) + 63) / 64 * 64)
+static inline float *cpu_scratch_pack(void *scratch, int tid) {
+    return (float *)(void *)((char *)scratch + (size_t)tid * CPU_PACK_BYTES);
+}
+
 /* cpu_matmul.c */
 void cpu_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
-                const float *bias, float *y, int64_t ldy, int accumulate);
+                const float *bias, float *y, int64_t ldy, int accumulate, void *scratch);
 void cpu_get_rows(clef_backend *be, const clef_matrix *e, int64_t n, const int32_t *ids, float *y,
                   int64_t ldy);
+
+/* cpu_weights.c: the weight formats the CPU runs and their prepare step */
+int cpu_supports_format(clef_backend *be, clef_wtype t);
+size_t cpu_prepared_size(clef_backend *be, const clef_matrix *w);
+int cpu_prepare_matrix(clef_backend *be, const clef_matrix *w, void *dst, clef_matrix *out);
+size_t cpu_matmul_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w);
 
 /* cpu_norm.c */
 void cpu_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx,
