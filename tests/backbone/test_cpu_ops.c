@@ -575,7 +575,7 @@ static size_t isa_outputs(clef_backend *be, float *out) {
     clef_mul_sigmoid(be, 27, 37, out + at, 37, x + 7, 37), at += 999;
     int64_t T = 70, C = 96, K = 4;
     float *cx = rand_buf((size_t)(T * C), 2.0f), *cw = rand_buf((size_t)(C * K), 1.0f);
-    clef_conv1d_causal_silu(be, T, C, K, cx, C, cw, NULL, out + at, C), at += (size_t)(T * C);
+    clef_conv1d_causal_silu(be, T, C, K, cx, C, cw, NULL, out + at, C, NULL), at += (size_t)(T * C);
     float *z = rand_buf((size_t)(T * C), 3.0f);
     clef_rmsnorm_gated(be, T, C, cx, C, z, C, cw, 1e-6f, out + at, C), at += (size_t)(T * C);
     /* attention and the chunked delta rule: GEMMs, softmax, exp */
@@ -583,7 +583,7 @@ static size_t isa_outputs(clef_backend *be, float *out) {
     float *q = rand_buf((size_t)(nq * Hq * d), 1.0f), *k = rand_buf((size_t)(nq * Hkv * d), 1.0f);
     float *v = rand_buf((size_t)(nq * Hkv * d), 1.0f);
     clef_attention_args a = {nq, nq, Hq, Hkv, d, q, Hq * d, d, k, Hkv * d, d, v, Hkv * d, d,
-                             out + at, Hq * d, d, 0.17f, 1};
+                             out + at, Hq * d, d, 0.17f, 1, NULL};
     void *ws = malloc(clef_attention_workspace_size(be, &a));
     clef_attention(be, &a, ws), at += (size_t)(nq * Hq * d);
     free(ws);
@@ -593,7 +593,7 @@ static size_t isa_outputs(clef_backend *be, float *out) {
     for (int64_t i = 0; i < nq * Hv; i++)
         g[i] = -0.3f * (frand() + 1.0f), beta[i] = 0.5f * (frand() + 1.0f);
     clef_gdn_args ga = {nq, Hkv, Hv, d, dv, qkv, ldqkv, qkv + Hkv * d, ldqkv, qkv + 2 * Hkv * d, ldqkv,
-                        g, beta, NULL, out + at, Hv * dv, 1, CLEF_GDN_CHUNKED};
+                        g, beta, NULL, out + at, Hv * dv, 1, CLEF_GDN_CHUNKED, NULL};
     ws = malloc(clef_gdn_workspace_size(be, &ga));
     clef_gdn(be, &ga, ws), at += (size_t)(nq * Hv * dv);
     free(ws);
