@@ -60,6 +60,7 @@ float cpu_silu(float x);
 float cpu_sigmoid(float x);
 float cpu_softplus(float x);
 void cpu_silu_n(int64_t n, const float *x, float *y); /* vectorised; same values as cpu_silu */
+void cpu_exp_n(int64_t n, const float *x, float *y);  /* vectorised; same values as cpu_exp1 */
 void cpu_softmax(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_t ldx);
 void cpu_softmax_row(float *x, int64_t n);
 void cpu_unary(clef_backend *be, clef_unary_op op, int64_t n, const float *x, float *y);
