@@ -625,8 +625,14 @@ static json_value *parse_value(parser *p) {
             return parse_number(p);
         break;
     }
-    fail_at(p, p->pos, JSON_PARSE_SYNTAX, "unexpected character '%c'",
-            c >= 0x20 && c < 0x7f ? (char)c : '?');
+    if (p->pos == 0 && p->len >= 3 && memcmp(p->s, "\xEF\xBB\xBF", 3) == 0)
+        fail_at(p, p->pos, JSON_PARSE_SYNTAX,
+                "the text starts with a UTF-8 byte order mark (BOM, bytes EF BB BF), which JSON "
+                "does not allow: save it without the BOM");
+    else if (c >= 0x20 && c < 0x7f)
+        fail_at(p, p->pos, JSON_PARSE_SYNTAX, "unexpected character '%c'", (char)c);
+    else
+        fail_at(p, p->pos, JSON_PARSE_SYNTAX, "unexpected byte 0x%02X", (unsigned)c);
     return NULL;
 }
 

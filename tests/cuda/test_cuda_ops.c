@@ -12,6 +12,7 @@
  *    (bf16 has 8 significant bits: one rounding of x is <= 2^-9 relative per element)
  *  - gated delta rule vs float64 recurrence: <= 1e-3 at T = 1 .. 8,192 (and vs the CPU
  *    recurrent reference: <= 1e-4)
+ *  - head ops (double accumulation in the CPU's order): <= 1e-6
  * Exits 77 (ctest: SKIPPED) when no GPU is visible.
  */
 #include "clef.h"
@@ -66,7 +67,7 @@ static void test_matmul(int64_t T, int64_t K, int64_t N, int bf16, int with_bias
             ((float *)w)[i] = v;
     }
     clef_wtype type = bf16 ? CLEF_WTYPE_BF16 : CLEF_WTYPE_F32;
-    clef_matrix wc = {type, N, K, K, w, NULL};
+    clef_matrix wc = {.type = type, .rows = N, .cols = K, .ld = K, .data = w};
     memcpy(yc, y0, sizeof(float) * (size_t)(T * ldy));
     memcpy(yc_raw, y0, sizeof(float) * (size_t)(T * ldy));
     clef_matmul(cpu, T, xr, ldx, &wc, with_bias ? bias : NULL, yc, ldy, accumulate);
@@ -75,7 +76,7 @@ static void test_matmul(int64_t T, int64_t K, int64_t N, int bf16, int with_bias
     float *xd = to_gpu(gpu, x, sizeof(float) * (size_t)(T * ldx));
     float *yd = to_gpu(gpu, y0, sizeof(float) * (size_t)(T * ldy));
     float *bd = to_gpu(gpu, bias, sizeof(float) * (size_t)N);
-    clef_matrix wg = {type, N, K, K, wd, NULL};
+    clef_matrix wg = {.type = type, .rows = N, .cols = K, .ld = K, .data = wd};
     clef_matmul(gpu, T, xd, ldx, &wg, with_bias ? bd : NULL, yd, ldy, accumulate);
     readback(yg, yd, (size_t)(T * ldy));
     char shape[96];
@@ -98,12 +99,12 @@ static void test_get_rows(void) {
         ids[i] = (int32_t)(rnd_uniform() * V);
     float *yc = malloc(sizeof(float) * (size_t)(n * ldy)), *yg = malloc(sizeof(float) * (size_t)(n * ldy));
     memset(yc, 0, sizeof(float) * (size_t)(n * ldy));
-    clef_matrix ec = {CLEF_WTYPE_BF16, V, D, D, e, NULL};
+    clef_matrix ec = {.type = CLEF_WTYPE_BF16, .rows = V, .cols = D, .ld = D, .data = e};
     clef_get_rows(cpu, &ec, n, ids, yc, ldy);
     void *ed = to_gpu(gpu, e, 2 * (size_t)(V * D));
     int32_t *idd = to_gpu(gpu, ids, sizeof ids);
     float *yd = to_gpu(gpu, yc, sizeof(float) * (size_t)(n * ldy)); /* gaps keep the CPU's zeros */
-    clef_matrix eg = {CLEF_WTYPE_BF16, V, D, D, ed, NULL};
+    clef_matrix eg = {.type = CLEF_WTYPE_BF16, .rows = V, .cols = D, .ld = D, .data = ed};
     float *zero = calloc((size_t)(n * ldy), sizeof(float));
     clef_backend_write(gpu, yd, zero, sizeof(float) * (size_t)(n * ldy));
     clef_get_rows(gpu, &eg, n, idd, yd, ldy);
@@ -380,6 +381,87 @@ static void test_elementwise(int64_t n) {
     free(x), free(u), free(yc), free(yg);
 }
 
+/* The head ops (segment sums, row dots, segmented softmax, gathered adds, pair features,
+ * axpy): computed in the CPU's order in double (cuda_head_ops.cu), so held to 1e-6. */
+static void test_head_ops(void) {
+    const int64_t rows = 300, dim = 70, ld = 75;
+    size_t nx = (size_t)(rows * ld);
+    float *x = malloc(nx * 4), *x2 = malloc(nx * 4), *w = malloc((size_t)rows * 4);
+    fill_normal(x, nx, 1.0f), fill_normal(x2, nx, 1.0f);
+    for (int64_t i = 0; i < rows; i++)
+        w[i] = (float)rnd_uniform();
+    float *xd = to_gpu(gpu, x, nx * 4), *x2d = to_gpu(gpu, x2, nx * 4), *wd = to_gpu(gpu, w, (size_t)rows * 4);
+    /* segment_sum: means and weighted sums into rows of y, one accumulating */
+    clef_segment segs[4] = {{0, 0, 10, 10, 0}, {2, 10, 100, 90, 0}, {5, 100, 101, 1, 0}, {0 + 7, 150, 300, 150, 1}};
+    const int64_t ny = 8 * ld;
+    float *yc = malloc((size_t)ny * 4), *yg = malloc((size_t)ny * 4);
+    for (int weighted = 0; weighted < 2; weighted++) {
+        fill_normal(yc, (size_t)ny, 1.0f);
+        float *yd = to_gpu(gpu, yc, (size_t)ny * 4);
+        clef_segment *sd = to_gpu(gpu, segs, sizeof segs);
+        clef_segment_sum(cpu, 4, dim, segs, x, ld, weighted ? w : NULL, yc, ld);
+        clef_segment_sum(gpu, 4, dim, sd, xd, ld, weighted ? wd : NULL, yd, ld);
+        readback(yg, yd, (size_t)ny);
+        report("segment_sum", weighted ? "4 segments, row weights" : "4 segments, means", rel_l2(yg, yc, (size_t)ny), 1e-6);
+        clef_backend_release(gpu, yd), clef_backend_release(gpu, sd);
+    }
+    /* row_dot: cosine with gathered rows, plain dot */
+    int32_t ia[50], ib[50];
+    for (int i = 0; i < 50; i++)
+        ia[i] = (int32_t)(rnd_uniform() * rows), ib[i] = (int32_t)(rnd_uniform() * rows);
+    int32_t *iad = to_gpu(gpu, ia, sizeof ia), *ibd = to_gpu(gpu, ib, sizeof ib);
+    float oc[50], og[50];
+    float *od = gpu_poisoned(50);
+    clef_row_dot(cpu, 50, dim, x, ld, ia, x2, ld, ib, 2.0f, 1e-8f, oc);
+    clef_row_dot(gpu, 50, dim, xd, ld, iad, x2d, ld, ibd, 2.0f, 1e-8f, od);
+    readback(og, od, 50);
+    report("row_dot cosine", "n=50 dim=70 gathered", rel_l2(og, oc, 50), 1e-6);
+    clef_row_dot(cpu, 50, dim, x, ld, NULL, x2, ld, NULL, 0.5f, 0.0f, oc);
+    clef_row_dot(gpu, 50, dim, xd, ld, NULL, x2d, ld, NULL, 0.5f, 0.0f, od);
+    readback(og, od, 50);
+    report("row_dot", "n=50 dim=70", rel_l2(og, oc, 50), 1e-6);
+    /* segment_softmax over x's first 300 values in 5 segments (one empty) */
+    int32_t off[6] = {0, 7, 7, 100, 250, 300};
+    int32_t *offd = to_gpu(gpu, off, sizeof off);
+    float *sc = malloc(300 * 4), *sg = malloc(300 * 4);
+    float *sd2 = gpu_poisoned(300);
+    clef_segment_softmax(cpu, 5, off, x, sc);
+    clef_segment_softmax(gpu, 5, offd, xd, sd2);
+    readback(sg, sd2, 300);
+    report("segment_softmax", "5 segments of 300", rel_l2(sg, sc, 300), 1e-6);
+    /* add_rows with gathered v rows, in place; pair_features; axpy */
+    float *ac = malloc(nx * 4), *ag = malloc(nx * 4);
+    memcpy(ac, x, nx * 4);
+    float *ad = to_gpu(gpu, x, nx * 4);
+    int32_t idx[300];
+    for (int i = 0; i < 300; i++)
+        idx[i] = (int32_t)(rnd_uniform() * 50);
+    int32_t *idxd = to_gpu(gpu, idx, sizeof idx);
+    clef_add_rows(cpu, rows, dim, ac, ld, x2, ld, idx, ac, ld);
+    clef_add_rows(gpu, rows, dim, ad, ld, x2d, ld, idxd, ad, ld);
+    readback(ag, ad, nx);
+    report("add_rows", "300 x 70, gathered, in place", rel_l2(ag, ac, nx), 1e-6);
+    const int64_t ldf = 4 * dim + 3;
+    size_t nf = (size_t)(rows * ldf);
+    float *fc = calloc(nf, 4), *fg = malloc(nf * 4);
+    float *fd = to_gpu(gpu, fc, nf * 4);
+    clef_pair_features(cpu, rows, dim, x2, ld, idx, x, ld, fc, ldf);
+    clef_pair_features(gpu, rows, dim, x2d, ld, idxd, xd, ld, fd, ldf);
+    readback(fg, fd, nf);
+    report("pair_features", "300 x 4*70", rel_l2(fg, fc, nf), 1e-6);
+    memcpy(ac, x, nx * 4);
+    clef_backend_write(gpu, ad, x, nx * 4);
+    clef_axpy(cpu, (int64_t)nx, 0.37f, x2, ac);
+    clef_axpy(gpu, (int64_t)nx, 0.37f, x2d, ad);
+    readback(ag, ad, nx);
+    report("axpy", "n=22500", rel_l2(ag, ac, nx), 1e-6);
+    clef_backend_release(gpu, xd), clef_backend_release(gpu, x2d), clef_backend_release(gpu, wd);
+    clef_backend_release(gpu, iad), clef_backend_release(gpu, ibd), clef_backend_release(gpu, od);
+    clef_backend_release(gpu, offd), clef_backend_release(gpu, sd2), clef_backend_release(gpu, ad);
+    clef_backend_release(gpu, idxd), clef_backend_release(gpu, fd);
+    free(x), free(x2), free(w), free(yc), free(yg), free(sc), free(sg), free(ac), free(ag), free(fc), free(fg);
+}
+
 int main(void) {
     if (clef_backend_cuda_device_count() == 0) {
         printf("SKIPPED: no CUDA device\n");
@@ -423,6 +505,7 @@ int main(void) {
     test_gdn(2048, 1, 2, 128, 128, 0, 1);
     test_gdn(8192, 1, 1, 128, 128, 1, 1);
     test_elementwise(10007);
+    test_head_ops();
     clef_backend_free(gpu);
     clef_backend_free(cpu);
     return test_summary();

@@ -110,7 +110,11 @@ static const clef_backend_ops cuda_ops = {
     .write = cuda_write,
     .read = cuda_read,
     .synchronize = cuda_synchronize,
+    .supports_format = NULL, /* F32 and BF16 */
+    .prepared_size = NULL,   /* weights run as stored */
+    .prepare_matrix = NULL,
     .matmul = cuda_matmul,
+    .matmul_workspace_size = cuda_matmul_workspace_size,
     .get_rows = cuda_get_rows,
     .rmsnorm = cuda_rmsnorm,
     .rmsnorm_gated = cuda_rmsnorm_gated,
@@ -128,6 +132,12 @@ static const clef_backend_ops cuda_ops = {
     .mul_sigmoid = cuda_mul_sigmoid,
     .swiglu = cuda_swiglu,
     .add = cuda_add,
+    .segment_sum = cuda_segment_sum,
+    .row_dot = cuda_row_dot,
+    .segment_softmax = cuda_segment_softmax,
+    .add_rows = cuda_add_rows,
+    .pair_features = cuda_pair_features,
+    .axpy = cuda_axpy,
 };
 
 extern "C" int clef_backend_cuda_device_count(void) {

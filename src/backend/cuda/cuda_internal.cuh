@@ -60,7 +60,8 @@ void cuda_account(clef_backend *be, ptrdiff_t delta);
 
 /* cuda_matmul.cu */
 void cuda_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
-                 const float *bias, float *y, int64_t ldy, int accumulate);
+                 const float *bias, float *y, int64_t ldy, int accumulate, void *scratch);
+size_t cuda_matmul_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w);
 void cuda_get_rows(clef_backend *be, const clef_matrix *e, int64_t n, const int32_t *ids, float *y,
                    int64_t ldy);
 void cuda_gemm_plans_free(cuda_context *ctx);
@@ -97,5 +98,17 @@ size_t cuda_gdn_workspace_size(clef_backend *be, const clef_gdn_args *args);
 /* cuda_attention.cu */
 void cuda_attention(clef_backend *be, const clef_attention_args *args, void *scratch);
 size_t cuda_attention_workspace_size(clef_backend *be, const clef_attention_args *args);
+
+/* cuda_head_ops.cu */
+void cuda_segment_sum(clef_backend *be, int64_t n_seg, int64_t dim, const clef_segment *segs, const float *x,
+                      int64_t ldx, const float *row_weight, float *y, int64_t ldy);
+void cuda_row_dot(clef_backend *be, int64_t n, int64_t dim, const float *a, int64_t lda, const int32_t *ia,
+                  const float *b, int64_t ldb, const int32_t *ib, float scale, float eps, float *out);
+void cuda_segment_softmax(clef_backend *be, int64_t n_seg, const int32_t *offsets, const float *x, float *y);
+void cuda_add_rows(clef_backend *be, int64_t rows, int64_t cols, const float *x, int64_t ldx, const float *v,
+                   int64_t ldv, const int32_t *idx, float *y, int64_t ldy);
+void cuda_pair_features(clef_backend *be, int64_t rows, int64_t dim, const float *f, int64_t ldf, const int32_t *idx,
+                        const float *o, int64_t ldo, float *feat, int64_t ldfeat);
+void cuda_axpy(clef_backend *be, int64_t n, float alpha, const float *x, float *y);
 
 #endif /* CLEF_BACKEND_CUDA_INTERNAL_CUH */

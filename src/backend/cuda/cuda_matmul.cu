@@ -153,8 +153,16 @@ static int staging(clef_backend *be, size_t bytes) {
     return CLEF_OK;
 }
 
+/* bf16 staging bytes for T rows of w's input (F32 weights need none) */
+size_t cuda_matmul_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w) {
+    (void)be;
+    return w->type == CLEF_WTYPE_BF16 ? sizeof(__nv_bfloat16) * (size_t)(T * w->cols) + 256 : 0;
+}
+
+/* scratch: the caller's planned staging (matmul_workspace_size bytes), or NULL for the
+ * backend's own buffer (grown on demand, between forwards in practice). */
 void cuda_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w, const float *bias,
-                 float *y, int64_t ldy, int accumulate) {
+                 float *y, int64_t ldy, int accumulate, void *scratch) {
     cuda_context *ctx = cuda_ctx(be);
     if (ctx->status != CLEF_OK || T <= 0)
         return;
@@ -162,11 +170,15 @@ void cuda_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const
     const void *B;
     int64_t ldb;
     if (w->type == CLEF_WTYPE_BF16) {
-        if (staging(be, sizeof(__nv_bfloat16) * (size_t)(T * K)) != CLEF_OK)
-            return;
-        k_f32_to_bf16_rows<<<cuda_blocks(T * K, 256), 256, 0, ctx->stream>>>(T, K, x, ldx, ctx->xb);
+        __nv_bfloat16 *xb = (__nv_bfloat16 *)scratch;
+        if (!xb) {
+            if (staging(be, sizeof(__nv_bfloat16) * (size_t)(T * K)) != CLEF_OK)
+                return;
+            xb = ctx->xb;
+        }
+        k_f32_to_bf16_rows<<<cuda_blocks(T * K, 256), 256, 0, ctx->stream>>>(T, K, x, ldx, xb);
         CUDA_CHECK_LAUNCH(be, "bf16 conversion kernel");
-        B = ctx->xb, ldb = K;
+        B = xb, ldb = K;
     } else if (w->type == CLEF_WTYPE_F32) {
         B = x, ldb = ldx;
     } else {

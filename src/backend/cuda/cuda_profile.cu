@@ -58,11 +58,11 @@ static void prof_end(clef_backend *be, int i) {
     }
 
 static void p_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w, const float *bias,
-                     float *y, int64_t ldy, int accumulate) {
+                     float *y, int64_t ldy, int accumulate, void *scratch) {
     char key[64];
     snprintf(key, sizeof key, "matmul %lldx%lld", (long long)w->rows, (long long)w->cols);
     int i = prof_begin(be, key);
-    g_prof->real->matmul(be, T, x, ldx, w, bias, y, ldy, accumulate);
+    g_prof->real->matmul(be, T, x, ldx, w, bias, y, ldy, accumulate, scratch);
     prof_end(be, i);
 }
 WRAP(get_rows, (clef_backend *be, const clef_matrix *e, int64_t n, const int32_t *ids, float *y, int64_t ldy),
@@ -86,6 +86,16 @@ WRAP(unary, (clef_backend *be, clef_unary_op op, int64_t n, const float *x, floa
 WRAP(mul_sigmoid, (clef_backend *be, int64_t r, int64_t c, float *x, int64_t ldx, const float *g, int64_t ldg), (be, r, c, x, ldx, g, ldg))
 WRAP(swiglu, (clef_backend *be, int64_t n, const float *g, const float *u, float *y), (be, n, g, u, y))
 WRAP(add, (clef_backend *be, int64_t n, const float *a, const float *b, float *y), (be, n, a, b, y))
+WRAP(segment_sum, (clef_backend *be, int64_t ns, int64_t d, const clef_segment *sg, const float *x, int64_t ldx, const float *rw, float *y, int64_t ldy),
+     (be, ns, d, sg, x, ldx, rw, y, ldy))
+WRAP(row_dot, (clef_backend *be, int64_t n, int64_t d, const float *a, int64_t lda, const int32_t *ia, const float *b, int64_t ldb, const int32_t *ib, float sc, float eps, float *o),
+     (be, n, d, a, lda, ia, b, ldb, ib, sc, eps, o))
+WRAP(segment_softmax, (clef_backend *be, int64_t ns, const int32_t *off, const float *x, float *y), (be, ns, off, x, y))
+WRAP(add_rows, (clef_backend *be, int64_t r, int64_t c, const float *x, int64_t ldx, const float *v, int64_t ldv, const int32_t *idx, float *y, int64_t ldy),
+     (be, r, c, x, ldx, v, ldv, idx, y, ldy))
+WRAP(pair_features, (clef_backend *be, int64_t r, int64_t d, const float *f, int64_t ldf, const int32_t *idx, const float *o, int64_t ldo, float *ft, int64_t ldft),
+     (be, r, d, f, ldf, idx, o, ldo, ft, ldft))
+WRAP(axpy, (clef_backend *be, int64_t n, float al, const float *x, float *y), (be, n, al, x, y))
 
 extern "C" int clef_backend_cuda_profile(clef_backend *be, int on) {
     if (on && !g_prof) {
@@ -101,6 +111,8 @@ extern "C" int clef_backend_cuda_profile(clef_backend *be, int on) {
         t->layernorm = p_layernorm, t->conv1d_causal_silu = p_conv1d_causal_silu, t->gdn_gates = p_gdn_gates;
         t->gdn = p_gdn, t->rope_apply = p_rope_apply, t->attention = p_attention, t->softmax = p_softmax;
         t->unary = p_unary, t->mul_sigmoid = p_mul_sigmoid, t->swiglu = p_swiglu, t->add = p_add;
+        t->segment_sum = p_segment_sum, t->row_dot = p_row_dot, t->segment_softmax = p_segment_softmax;
+        t->add_rows = p_add_rows, t->pair_features = p_pair_features, t->axpy = p_axpy;
         be->ops = t;
     } else if (!on && g_prof) {
         cudaStreamSynchronize(cuda_ctx(be)->stream);
