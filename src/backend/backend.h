@@ -218,9 +218,9 @@ typedef struct clef_backend_ops {
      * reduction accumulates in double and rounds to fp32 once, so the result does not depend
      * on the thread count or on how the backend splits the work. */
 
-    /* Segment sums of rows: for each s < n_seg, with g = segs[s],
-     *   acc = sum over rows r in [g.begin, g.end) of c_r * x[r, :dim]   (in double)
-     *   c_r = row_weight ? row_weight[r] : 1 / g.count
+    /* Segment sums of rows: for each s < n_seg, with g = segs[s], in double,
+     *   acc = sum over rows r in [g.begin, g.end) of row_weight[r] * x[r, :dim]   (weights)
+     *   acc = (sum over rows r in [g.begin, g.end) of x[r, :dim]) / g.count   (row_weight NULL)
      *   y[g.dst, :] = (g.accumulate ? y[g.dst, :] : 0) + (float)acc.
      * Covers span means (row_weight NULL, count = span length), a mean whose rows arrive in
      * several pieces (later pieces with accumulate = 1) and attention-style weighted sums
@@ -264,7 +264,9 @@ struct clef_backend {
     const clef_backend_ops *ops;
     void *ctx;          /* the implementation's state */
     int n_threads;      /* worker threads the backend uses per op */
-    int host_visible;   /* 1: buffers are host memory (tensors may be read straight in) */
+    int host_visible;   /* 1: buffers are host memory, so a weight loader may read tensors
+                         * straight in; model forward code never looks at it (and never
+                         * dereferences backend memory, see write/read above) */
 };
 
 /* ---- creation ------------------------------------------------------------------------------ */

@@ -598,10 +598,11 @@ static int build_request(clef_request *r) {
  * pydantic model) sees them: the last value wins, at the first key's position. That is
  * accepted, but where it may explain a refusal (a choice left with one option, fewer
  * questions than sent) the refusal says so: *note gets "; note: key "x" appears twice ..."
- * or "" when the body (which parsed) repeats no key. */
-static void duplicate_note(const char *body, size_t len, int parsed, char *note, size_t cap) {
+ * or "". merged: the first parse merged a repeated key (only then is the body parsed again,
+ * strictly, to find the first repeat and its position). */
+static void duplicate_note(const char *body, size_t len, int merged, char *note, size_t cap) {
     note[0] = '\0';
-    if (!parsed)
+    if (!merged)
         return;
     json_parse_opts opts = {.allow_nonfinite = 1, .max_depth = LOC_MAX, .reject_duplicate_keys = 1};
     json_doc *doc = NULL;
@@ -667,7 +668,7 @@ int clef_request_parse(const char *body, size_t len, clef_request_kind kind, con
          * and the position in the message instead of a byte offset posing as a field. */
         const char *where = !first || !strcmp(first->type, "json_invalid") ? "body" : first->path;
         char dup[256];
-        duplicate_note(body, len, doc != NULL, dup, sizeof dup);
+        duplicate_note(body, len, json_doc_merged_duplicates(doc), dup, sizeof dup);
         clef_fail(status, "request %s: %s (%zu problem%s)%s", where,
                   first ? first->msg : "invalid", v->errors->count + v->errors->dropped,
                   v->errors->count + v->errors->dropped == 1 ? "" : "s", dup);
@@ -683,7 +684,7 @@ int clef_request_parse(const char *body, size_t len, clef_request_kind kind, con
             status = build_request(r);
             if (status == CLEF_OK) {
                 char dup[256];
-                duplicate_note(body, len, 1, dup, sizeof dup);
+                duplicate_note(body, len, json_doc_merged_duplicates(r->doc), dup, sizeof dup);
                 if (dup[0])
                     CLEF_LOG_W("request accepted%s", dup);
                 *out = r;

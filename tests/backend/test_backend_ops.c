@@ -408,7 +408,8 @@ static void case_gdn(harness *h, case_result *r) {
     /* q, k, v inside one projection row, as the model lays them out */
     const int64_t ld = 2 * Hk * dk + Hv * dv + pad(h), off = pad(h);
     float *qkv = host_rand(h, (off + T) * ld, 1.0f);
-    float *g = malloc(sizeof(float) * (size_t)(T * Hv)), *beta = malloc(sizeof(float) * (size_t)(T * Hv));
+    float *g = malloc(sizeof(float) * (size_t)(T * Hv));
+    float *beta = malloc(sizeof(float) * (size_t)(T * Hv));
     for (int64_t i = 0; i < T * Hv; i++) {
         g[i] = -0.3f * (rand_f(h, 1.0f) + 1.0f) - 0.001f;
         beta[i] = 0.5f * (rand_f(h, 1.0f) + 1.0f);
@@ -419,8 +420,9 @@ static void case_gdn(harness *h, case_result *r) {
     const int64_t ldo = Hv * dv;
     out_view y = out_make(h, T * ldo + ns, 1, 1, 0, 0);
     double *ref = calloc((size_t)(T * ldo + ns), sizeof(double));
-    double *S = malloc(sizeof(double) * (size_t)(dk * dv)), *q = malloc(sizeof(double) * (size_t)dk),
-           *k = malloc(sizeof(double) * (size_t)dk), *delta = malloc(sizeof(double) * (size_t)dv);
+    double *S = malloc(sizeof(double) * (size_t)(dk * dv));
+    double *q = malloc(sizeof(double) * (size_t)dk), *k = malloc(sizeof(double) * (size_t)dk);
+    double *delta = malloc(sizeof(double) * (size_t)dv);
     for (int64_t hh = 0; hh < Hv; hh++) {
         const int64_t kh = hh / (Hv / Hk);
         for (int64_t i = 0; i < dk * dv; i++)
@@ -560,10 +562,12 @@ static void case_attention(harness *h, case_result *r) {
     snprintf(r->shape, sizeof r->shape, "nq=%lld nkv=%lld Hq=%lld Hkv=%lld d=%lld causal=%d",
              (long long)nq, (long long)nkv, (long long)Hq, (long long)Hkv, (long long)d,
              (int)causal);
-    float *q = host_rand(h, (qoff + nq) * ldq, 1.5f), *kv = host_rand(h, (kvoff + nkv) * ldkv, 1.5f);
+    float *q = host_rand(h, (qoff + nq) * ldq, 1.5f);
+    float *kv = host_rand(h, (kvoff + nkv) * ldkv, 1.5f);
     const int64_t ohs = d + pad(h);
     out_view y = out_make(h, nq, (Hq - 1) * ohs + d, (Hq - 1) * ohs + d + pad(h), pad(h), 1);
-    double *ref = malloc(sizeof(double) * (size_t)(nq * y.cols)), *s = malloc(sizeof(double) * (size_t)nkv);
+    double *ref = malloc(sizeof(double) * (size_t)(nq * y.cols));
+    double *s = malloc(sizeof(double) * (size_t)nkv);
     for (int64_t i = 0; i < nq; i++)
         for (int64_t c = 0; c < y.cols; c++)
             ref[i * y.cols + c] = out_init(&y, i, c); /* gaps between heads keep their values */

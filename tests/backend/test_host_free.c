@@ -10,20 +10,36 @@
  *      and on the guarded CPU backend — two packed sequences through the backbone, then the
  *      head over each sequence's final hidden states (still in backend memory) — and requires
  *      the final hidden states, the logits and the probabilities to be byte-identical.
- * Inputs are deterministic pseudo-random token ids, spans and lm_head rows: what is tested is
- * that the two backends agree bit for bit, not parity with an oracle (tests/backbone and
- * tests/head do that on these same weights).
+ *      Inputs are deterministic pseudo-random token ids, spans and lm_head rows: what is
+ *      tested is that the two backends agree bit for bit;
+ *   3. runs the oracle records of tests/model/fixtures/e2e_sharded.json and e2e.json (the
+ *      tiny sharded release and the demo release, 5 records each, 215 to 2,048 tokens,
+ *      written by scripts/head/make_e2e_fixtures.py from the reference
+ *      encode_record + transformers backbone + JointSchemaHead) through our encoder, the
+ *      backbone as one packed batch, and the head with the release's own lm_head rows, on the
+ *      guarded backend: probabilities within 1e-6 and logits within relative L2 1e-5 of the
+ *      float64 oracle (test_model_decide's tolerances), and byte-identical to the plain
+ *      backend.
  */
 #include "test.h"
 
 #include "clef.h"
 
 #include "backend/backend.h"
+#include "core/io.h"
+#include "core/numeric.h"
+#include "core/strbuf.h"
+#include "encode/encode.h"
+#include "encode/request.h"
+#include "json/json.h"
+#include "json/render.h"
+#include "tokenizer/tokenizer.h"
 #include "model/joint_head.h"
 #include "model/qwen35.h"
 #include "model/tensor_source.h"
 #include "release/release.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,9 +244,200 @@ static void check_case(const char *name) {
     clef_release_free(rel);
 }
 
+/* 3. Oracle records, encoded by us, on the guarded backend. */
+
+enum { MAX_RECORDS = 8 };
+
+typedef struct lm_table {
+    int64_t vocab, D;
+    float *rows; /* [vocab, D] fp32, host: the release's lm_head */
+} lm_table;
+
+static int table_row(void *ctx, int32_t id, float *dst) {
+    const lm_table *lm = ctx;
+    memcpy(dst, lm->rows + (int64_t)id * lm->D, sizeof(float) * (size_t)lm->D);
+    return CLEF_OK;
+}
+
+static int load_lm_head(const clef_release *rel, lm_table *lm) {
+    const clef_release_config *cfg = clef_release_get_config(rel);
+    const clef_tensor_info *t = clef_release_find(rel, "lm_head.weight");
+    if (!t && cfg->text.tie_word_embeddings)
+        t = clef_release_find(rel, "text.embed_tokens.weight");
+    if (!t || t->n_dims != 2 || (t->dtype != CLEF_DTYPE_BF16 && t->dtype != CLEF_DTYPE_F32))
+        return -1;
+    lm->vocab = t->shape[0];
+    lm->D = t->shape[1];
+    void *raw = malloc((size_t)t->n_bytes);
+    lm->rows = malloc(sizeof(float) * (size_t)(lm->vocab * lm->D));
+    int st = raw && lm->rows ? clef_release_read(rel, t, raw) : -1;
+    for (int64_t i = 0; !st && i < lm->vocab * lm->D; i++)
+        lm->rows[i] = t->dtype == CLEF_DTYPE_BF16 ? clef_bf16_to_f32(((uint16_t *)raw)[i])
+                                                  : ((float *)raw)[i];
+    free(raw);
+    return st;
+}
+
+static int64_t record_options(const clef_encoded_record *r) {
+    int64_t n = 0;
+    for (int32_t q = 0; q < r->n_questions; q++)
+        n += r->questions[q].n_options;
+    return n;
+}
+
+/* Backbone over all records packed, then the head per record; logits and probs [n, O_i]. */
+static int decide_all(clef_backend *be, const clef_release *rel, const clef_encoded_record *recs,
+                      int n, const lm_table *lm, float **logits, float **probs) {
+    const clef_release_config *cfg = clef_release_get_config(rel);
+    int64_t seq_start[MAX_RECORDS + 1] = {0}, max_T = 0, max_Q = 0, max_O = 0;
+    for (int i = 0; i < n; i++) {
+        seq_start[i + 1] = seq_start[i] + recs[i].n_tokens;
+        max_T = recs[i].n_tokens > max_T ? recs[i].n_tokens : max_T;
+        max_Q = recs[i].n_questions > max_Q ? recs[i].n_questions : max_Q;
+        max_O = record_options(&recs[i]) > max_O ? record_options(&recs[i]) : max_O;
+    }
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)seq_start[n]);
+    for (int i = 0; i < n; i++)
+        memcpy(ids + seq_start[i], recs[i].ids, sizeof(int32_t) * (size_t)recs[i].n_tokens);
+    qwen35_params qp = qwen35_default_params();
+    qp.max_seq_len = max_T;
+    qp.max_tokens = seq_start[n];
+    qwen35_model *m = NULL;
+    clef_joint_head *head = NULL;
+    clef_tensor_source src = clef_tensor_source_of_release(rel);
+    clef_head_limits hl = {.max_tokens = max_T, .max_questions = max_Q, .max_options = max_O};
+    int st = qwen35_load(&cfg->text, &src, be, &qp, &m);
+    if (!st)
+        st = clef_joint_head_load(be, &cfg->head, &src, &hl, &head);
+    if (!st)
+        st = qwen35_forward(m, n, seq_start, ids);
+    clef_lm_row_reader reader = {.ctx = (void *)lm, .vocab_size = lm->vocab,
+                                 .read_row = table_row};
+    const int64_t D = cfg->text.hidden_size;
+    for (int i = 0; !st && i < n; i++)
+        st = clef_joint_head_forward(head, qwen35_output(m) + seq_start[i] * D, D, &recs[i],
+                                     &reader, logits[i], probs[i]);
+    clef_joint_head_free(head);
+    qwen35_free(m);
+    free(ids);
+    return st;
+}
+
+static char *render_compact(const json_value *v) {
+    clef_strbuf b = {0};
+    json_render_opts o = {.sort_keys = 0};
+    if (json_render(v, &o, &b) != CLEF_OK) {
+        clef_strbuf_free(&b);
+        return NULL;
+    }
+    return clef_strbuf_take(&b, NULL);
+}
+
+static void check_oracle_records(const char *fixture) {
+    char *text = NULL;
+    size_t len = 0;
+    json_doc *doc = NULL;
+    int st = clef_read_file(fixture, (size_t)64 << 20, &text, &len);
+    if (!st)
+        st = json_parse(text, len, NULL, &doc, NULL);
+    CHECK_MSG(st == CLEF_OK, "%s: %s", fixture, clef_last_error());
+    if (st) {
+        free(text);
+        return;
+    }
+    const json_value *root = json_doc_root(doc);
+    const char *dir = json_get_string(json_object_get(root, "release"));
+    int64_t max_length = 0;
+    json_get_int64(json_object_get(root, "max_length"), &max_length);
+    const json_value *records = json_object_get(root, "records");
+    const int n = (int)records->u.arr.count;
+    printf("%s (release %s, %d records in one packed batch):\n", fixture, dir, n);
+    CHECK(n > 0 && n <= MAX_RECORDS);
+    clef_release *rel = NULL;
+    tok_tokenizer *tok = NULL;
+    lm_table lm = {0};
+    st = clef_release_open(dir, NULL, &rel);
+    if (!st)
+        st = tok_load_dir(dir, &tok);
+    if (!st)
+        st = load_lm_head(rel, &lm);
+    CHECK_MSG(st == CLEF_OK, "%s: release, tokenizer or lm_head: %s", dir, clef_last_error());
+    clef_encoded_record recs[MAX_RECORDS] = {{0}};
+    for (int i = 0; !st && i < n && i < MAX_RECORDS; i++) {
+        const json_value *rec = json_array_at(records, (size_t)i);
+        char *body = render_compact(json_object_get(rec, "request"));
+        clef_request *req = NULL;
+        clef_request_errors errors = {0};
+        st = body ? clef_request_parse(body, strlen(body), CLEF_REQUEST_RECORD, NULL, NULL, &req,
+                                       &errors)
+                  : CLEF_ERR_OUT_OF_MEMORY;
+        clef_request_errors_free(&errors);
+        clef_encode_params ep = clef_encode_default_params();
+        ep.max_length = (int32_t)max_length;
+        ep.tokenize = clef_tokenize_tok;
+        ep.tokenize_ctx = tok;
+        if (!st)
+            st = clef_record_encode(req, &ep, &recs[i]);
+        CHECK_MSG(st == CLEF_OK, "record %d: %s", i, clef_last_error());
+        clef_request_free(req);
+        free(body);
+    }
+    float *out[2][2][MAX_RECORDS] = {{{0}}}; /* [backend][logits, probs][record] */
+    for (int g = 0; !st && g < 2; g++) {
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < 2; k++)
+                out[g][k][i] = calloc((size_t)record_options(&recs[i]), sizeof(float));
+        clef_backend *be = make_backend(g);
+        st = be ? decide_all(be, rel, recs, n, &lm, out[g][0], out[g][1]) : CLEF_ERR_INVALID_ARG;
+        CHECK_MSG(st == CLEF_OK, "%s backend: %s", g ? "guarded" : "plain", clef_last_error());
+        clef_backend_free(be);
+    }
+    for (int i = 0; !st && i < n; i++) {
+        const json_value *rec = json_array_at(records, (size_t)i);
+        const json_value *want_l = json_object_get(rec, "logits"),
+                         *want_p = json_object_get(rec, "probs");
+        const int64_t O = record_options(&recs[i]);
+        double num = 0, den = 0, max_prob = 0;
+        int64_t k = 0;
+        for (size_t q = 0; q < want_l->u.arr.count; q++)
+            for (size_t o = 0; o < json_array_at(want_l, q)->u.arr.count && k < O; o++, k++) {
+                double wl = 0, wp = 0;
+                json_get_double(json_array_at(json_array_at(want_l, q), o), &wl);
+                json_get_double(json_array_at(json_array_at(want_p, q), o), &wp);
+                num += (out[1][0][i][k] - wl) * (out[1][0][i][k] - wl);
+                den += wl * wl;
+                max_prob = fmax(max_prob, fabs(out[1][1][i][k] - wp));
+            }
+        const double rel_l2 = sqrt(num / (den > 0 ? den : 1));
+        const int same = !memcmp(out[0][0][i], out[1][0][i], sizeof(float) * (size_t)O) &&
+                         !memcmp(out[0][1][i], out[1][1][i], sizeof(float) * (size_t)O);
+        const char *name = json_get_string(json_object_get(rec, "name"));
+        printf("%-16s %5d tokens %2d questions | guarded vs oracle: logits rel L2 %.2e, probs "
+               "max abs %.2e | guarded vs plain: %s\n", name, recs[i].n_tokens,
+               recs[i].n_questions, rel_l2, max_prob, same ? "identical" : "DIFFER");
+        CHECK_EQ_INT(k, O);
+        CHECK_MSG(rel_l2 <= 1e-5, "%s: logits relative error %.3e > 1e-5", name, rel_l2);
+        CHECK_MSG(max_prob <= 1e-6, "%s: probabilities max abs diff %.3e > 1e-6", name, max_prob);
+        CHECK_MSG(same, "%s: guarded and plain backends differ", name);
+    }
+    for (int g = 0; g < 2; g++)
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < n; i++)
+                free(out[g][k][i]);
+    for (int i = 0; i < n && i < MAX_RECORDS; i++)
+        clef_encoded_record_free(&recs[i]);
+    free(lm.rows);
+    tok_free(tok);
+    clef_release_free(rel);
+    json_doc_free(doc);
+    free(text);
+}
+
 int main(void) {
     check_guard_catches(); /* first: fork before any OpenMP thread exists */
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
         check_case(CASES[i]);
+    check_oracle_records("tests/model/fixtures/e2e_sharded.json");
+    check_oracle_records("tests/model/fixtures/e2e.json");
     return test_summary();
 }
