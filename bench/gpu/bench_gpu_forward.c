@@ -108,10 +108,13 @@ int main(int argc, char **argv) {
     qwen35_params p = qwen35_default_params();
     p.max_seq_len = 8192, p.max_tokens = 8 * 1502;
     qwen35_model *m = NULL;
+    qwen35_state *state = NULL;
     double t0 = bench_now_s();
-    int st = qwen35_load(&cfg, &src, be, &p, &m);
+    int st = qwen35_load(&cfg, &src, be, &m);
     if (st == CLEF_OK)
         st = randomize(m, be);
+    if (st == CLEF_OK)
+        st = qwen35_state_create(m, be, &p, &state);
     if (st != CLEF_OK) {
         fprintf(stderr, "load: %s\n", clef_last_error());
         return 1;
@@ -123,7 +126,7 @@ int main(int argc, char **argv) {
            (long long)n_layers);
     printf("cuBLASLt bf16 GEMM ceiling (8192^3, median of 20): %.0f TFLOP/s\n", ceiling);
     printf("weights %.2f GiB, run state %.2f GiB (for 8,192 / 12,016 tokens), load + device fill %.1f s\n",
-           qwen35_weight_bytes(m) / 1073741824.0, qwen35_state_bytes(m) / 1073741824.0, load_s);
+           qwen35_weight_bytes(m) / 1073741824.0, qwen35_state_bytes(state) / 1073741824.0, load_s);
     const int64_t cases[][2] = {{1, 298}, {1, 1502}, {1, 2270}, {1, 8192}, {8, 1502}};
     const int n_cases = 5;
     int32_t *ids = malloc(sizeof(int32_t) * 8 * 8192);
@@ -140,7 +143,8 @@ int main(int argc, char **argv) {
             seq[s] = s * T;
         for (int r = -1; r < runs; r++) {
             double a = bench_now_ms();
-            if ((st = qwen35_forward(m, ns, seq, ids)) != CLEF_OK) {
+            if ((st = qwen35_forward(m, state, ns, seq, ids, NULL)) != CLEF_OK ||
+                (st = clef_backend_synchronize(be)) != CLEF_OK) {
                 fprintf(stderr, "forward: %s\n", clef_last_error());
                 return 1;
             }
@@ -161,7 +165,7 @@ int main(int argc, char **argv) {
         int64_t seq[2] = {0, prof_T[i]};
         clef_backend_cuda_profile(be, 1);
         for (int r = 0; r < 2; r++)
-            qwen35_forward(m, 1, seq, ids);
+            qwen35_forward(m, state, 1, seq, ids, NULL);
         printf("\nPer-op GPU time, %s, 1 x %lld tokens (CUDA events around each op, mean of 2 forwards):\n\n", argv[1],
                (long long)prof_T[i]);
         clef_backend_cuda_profile_report(be, stdout, 2);
@@ -169,6 +173,7 @@ int main(int argc, char **argv) {
     }
     printf("\nbackend device memory: resident %.2f GiB, peak %.2f GiB (weights %.2f GiB; backend workspaces before load %.3f GiB)\n",
            resident / 1073741824.0, peak / 1073741824.0, qwen35_weight_bytes(m) / 1073741824.0, res0 / 1073741824.0);
+    qwen35_state_free(state);
     qwen35_free(m);
     clef_backend_free(be);
     free(types), free(ids), free(times);

@@ -61,12 +61,27 @@ static int load_records(const char *path, int64_t *n_out, int64_t *D_out, record
     return 1;
 }
 
-/* Forward n_seqs sequences on m; copy the [n, D] output to host. */
-static int run(qwen35_model *m, clef_backend *be, int64_t n_seqs, const int64_t *seq, const int32_t *ids, float *out) {
-    int st = qwen35_forward(m, n_seqs, seq, ids);
+/* A loaded model and one RunState on the same backend. */
+typedef struct loaded {
+    qwen35_model *m;
+    qwen35_state *s;
+    clef_backend *be;
+} loaded;
+
+static void loaded_free(loaded *l) {
+    qwen35_state_free(l->s);
+    qwen35_free(l->m);
+}
+
+/* Forward n_seqs sequences; copy the [n, D] output to host. */
+static int run(const loaded *l, int64_t n_seqs, const int64_t *seq, const int32_t *ids, float *out) {
+    int st = qwen35_forward(l->m, l->s, n_seqs, seq, ids, NULL);
+    if (st == CLEF_OK)
+        st = clef_backend_synchronize(l->be);
     if (st != CLEF_OK)
         return st;
-    return clef_backend_read(be, out, qwen35_output(m), sizeof(float) * (size_t)(seq[n_seqs] * qwen35_hidden_size(m)));
+    return clef_backend_read(l->be, out, qwen35_state_output(l->s),
+                             sizeof(float) * (size_t)(seq[n_seqs] * qwen35_hidden_size(l->m)));
 }
 
 static void check_fixture(const char *name) {
@@ -85,19 +100,23 @@ static void check_fixture(const char *name) {
         total += r[i].T, max_T = r[i].T > max_T ? r[i].T : max_T;
     qwen35_params p = qwen35_default_params();
     p.max_seq_len = max_T, p.max_tokens = total;
-    qwen35_model *mc = NULL, *mg = NULL;
-    CHECK_EQ_INT(qwen35_load_release(rel, cpu, &p, &mc), CLEF_OK);
-    int st = qwen35_load_release(rel, gpu, &p, &mg);
+    loaded lc = {NULL, NULL, cpu}, lg = {NULL, NULL, gpu};
+    CHECK_EQ_INT(qwen35_load_release(rel, cpu, &lc.m), CLEF_OK);
+    int st = qwen35_load_release(rel, gpu, &lg.m);
     CHECK_MSG(st == CLEF_OK, "%s: CUDA load: %s", name, clef_last_error());
-    if (!mc || !mg)
+    if (lc.m)
+        CHECK_EQ_INT(qwen35_state_create(lc.m, cpu, &p, &lc.s), CLEF_OK);
+    if (lg.m)
+        CHECK_EQ_INT(qwen35_state_create(lg.m, gpu, &p, &lg.s), CLEF_OK);
+    if (!lc.s || !lg.s)
         goto out;
     float *hc = malloc(sizeof(float) * (size_t)(total * D)), *hg = malloc(sizeof(float) * (size_t)(total * D));
     float *alone = malloc(sizeof(float) * (size_t)(total * D)), *sel = NULL;
     int64_t off = 0;
     for (int64_t i = 0; i < n; i++) {
         int64_t seq[2] = {0, r[i].T};
-        CHECK_EQ_INT(run(mc, cpu, 1, seq, r[i].ids, hc), CLEF_OK);
-        CHECK_EQ_INT(run(mg, gpu, 1, seq, r[i].ids, hg), CLEF_OK);
+        CHECK_EQ_INT(run(&lc, 1, seq, r[i].ids, hc), CLEF_OK);
+        CHECK_EQ_INT(run(&lg, 1, seq, r[i].ids, hg), CLEF_OK);
         double e_cpu = rel_l2(hg, hc, (size_t)(r[i].T * D));
         /* vs transformers on the stored rows */
         sel = realloc(sel, sizeof(float) * (size_t)(r[i].n_rows * D));
@@ -119,12 +138,12 @@ static void check_fixture(const char *name) {
         memcpy(ids + seq[i], r[i].ids, sizeof(int32_t) * (size_t)r[i].T);
         seq[i + 1] = seq[i] + r[i].T;
     }
-    CHECK_EQ_INT(run(mg, gpu, n, seq, ids, hg), CLEF_OK);
+    CHECK_EQ_INT(run(&lg, n, seq, ids, hg), CLEF_OK);
     CHECK_MSG(memcmp(hg, alone, sizeof(float) * (size_t)(total * D)) == 0, "%s: CUDA batch differs from records alone", name);
     free(seq), free(ids), free(hc), free(hg), free(alone), free(sel);
 out:
-    qwen35_free(mc);
-    qwen35_free(mg);
+    loaded_free(&lc);
+    loaded_free(&lg);
     for (int64_t i = 0; i < n; i++)
         free(r[i].ids), free(r[i].rows), free(r[i].hidden);
     free(r);
@@ -143,11 +162,15 @@ static void check_random_9b(void) {
     const int64_t total = lens[0] + lens[1] + lens[2], D = cfg.hidden_size;
     qwen35_params p = qwen35_default_params();
     p.max_seq_len = 777, p.max_tokens = total;
-    qwen35_model *mc = NULL, *mg = NULL;
-    CHECK_MSG(qwen35_load(&cfg, &src, cpu, &p, &mc) == CLEF_OK, "9B-shaped CPU load: %s", clef_last_error());
-    CHECK_MSG(qwen35_load(&cfg, &src, gpu, &p, &mg) == CLEF_OK, "9B-shaped CUDA load: %s", clef_last_error());
-    if (!mc || !mg) {
-        qwen35_free(mc), qwen35_free(mg);
+    loaded lc = {NULL, NULL, cpu}, lg = {NULL, NULL, gpu};
+    CHECK_MSG(qwen35_load(&cfg, &src, cpu, &lc.m) == CLEF_OK, "9B-shaped CPU load: %s", clef_last_error());
+    CHECK_MSG(qwen35_load(&cfg, &src, gpu, &lg.m) == CLEF_OK, "9B-shaped CUDA load: %s", clef_last_error());
+    if (lc.m)
+        CHECK_EQ_INT(qwen35_state_create(lc.m, cpu, &p, &lc.s), CLEF_OK);
+    if (lg.m)
+        CHECK_EQ_INT(qwen35_state_create(lg.m, gpu, &p, &lg.s), CLEF_OK);
+    if (!lc.s || !lg.s) {
+        loaded_free(&lc), loaded_free(&lg);
         return;
     }
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)total);
@@ -158,8 +181,8 @@ static void check_random_9b(void) {
     int64_t off = 0;
     for (int i = 0; i < 3; i++) {
         int64_t seq[2] = {0, lens[i]};
-        CHECK_EQ_INT(run(mc, cpu, 1, seq, ids + off, hc), CLEF_OK);
-        CHECK_EQ_INT(run(mg, gpu, 1, seq, ids + off, hg), CLEF_OK);
+        CHECK_EQ_INT(run(&lc, 1, seq, ids + off, hc), CLEF_OK);
+        CHECK_EQ_INT(run(&lg, 1, seq, ids + off, hg), CLEF_OK);
         double e = rel_l2(hg, hc, (size_t)(lens[i] * D));
         double maxd = 0;
         for (int64_t j = 0; j < lens[i] * D; j++)
@@ -170,10 +193,10 @@ static void check_random_9b(void) {
         off += lens[i];
     }
     int64_t seq[4] = {0, lens[0], lens[0] + lens[1], total};
-    CHECK_EQ_INT(run(mg, gpu, 3, seq, ids, hg), CLEF_OK);
+    CHECK_EQ_INT(run(&lg, 3, seq, ids, hg), CLEF_OK);
     CHECK_MSG(memcmp(hg, alone, sizeof(float) * (size_t)(total * D)) == 0, "9B-shaped: CUDA batch differs from alone");
     free(ids), free(hc), free(hg), free(alone);
-    qwen35_free(mc), qwen35_free(mg);
+    loaded_free(&lc), loaded_free(&lg);
 }
 
 int main(void) {

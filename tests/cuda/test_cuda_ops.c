@@ -158,12 +158,12 @@ static void test_conv(int64_t T, int64_t C, int64_t K, int with_prev) {
     float *yc = malloc(ny * 4), *yg = malloc(ny * 4);
     fill_normal(x, nx, 1.0f), fill_normal(w, (size_t)(C * K), 0.5f), fill_normal(prev, (size_t)((K - 1) * C + 1), 1.0f);
     memset(yc, 0, ny * 4);
-    clef_conv1d_causal_silu(cpu, T, C, K, x, ldx, w, with_prev ? prev : NULL, yc, ldy);
+    clef_conv1d_causal_silu(cpu, T, C, K, x, ldx, w, with_prev ? prev : NULL, yc, ldy, NULL);
     float *xd = to_gpu(gpu, x, nx * 4), *wd = to_gpu(gpu, w, (size_t)(C * K) * 4);
     float *pd = to_gpu(gpu, prev, (size_t)((K - 1) * C + 1) * 4), *yd = to_gpu(gpu, yc, ny * 4);
     float *zero = calloc(ny, 4);
     clef_backend_write(gpu, yd, zero, ny * 4);
-    clef_conv1d_causal_silu(gpu, T, C, K, xd, ldx, wd, with_prev ? pd : NULL, yd, ldy);
+    clef_conv1d_causal_silu(gpu, T, C, K, xd, ldx, wd, with_prev ? pd : NULL, yd, ldy, NULL);
     readback(yg, yd, ny);
     char shape[64];
     snprintf(shape, sizeof shape, "T=%lld C=%lld K=%lld%s", (long long)T, (long long)C, (long long)K, with_prev ? " prev" : "");

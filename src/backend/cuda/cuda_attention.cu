@@ -273,8 +273,28 @@ static void launch_tc(clef_backend *be, const clef_attention_args *a) {
     CUDA_CHECK_LAUNCH(be, "tensor-core attention kernel");
 }
 
+static void attention_one(clef_backend *be, const clef_attention_args *args);
+
+/* Packed sequences (self-attention, n_q == n_kv): one launch per sequence on the stream. */
 void cuda_attention(clef_backend *be, const clef_attention_args *args, void *scratch) {
     (void)scratch;
+    if (!args->seqs) {
+        attention_one(be, args);
+        return;
+    }
+    const clef_seqs *sq = args->seqs;
+    for (int64_t s = 0; s < sq->n_seqs; s++) {
+        const int64_t r0 = sq->start[s], n = sq->start[s + 1] - r0;
+        clef_attention_args a = *args;
+        a.seqs = NULL;
+        a.n_q = a.n_kv = n;
+        a.q = args->q + r0 * args->ldq, a.k = args->k + r0 * args->ldk, a.v = args->v + r0 * args->ldv;
+        a.o = args->o + r0 * args->ldo;
+        attention_one(be, &a);
+    }
+}
+
+static void attention_one(clef_backend *be, const clef_attention_args *args) {
     cuda_context *ctx = cuda_ctx(be);
     if (ctx->status != CLEF_OK || args->n_q <= 0 || args->n_kv <= 0)
         return;

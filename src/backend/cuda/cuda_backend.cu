@@ -102,9 +102,17 @@ static void cuda_free_backend(clef_backend *be) {
     free(be);
 }
 
+/* A fork: the same device (cudaMalloc'd buffers are valid on every handle of it), its own
+ * stream, cuBLASLt handle, workspace and staging, so forks run ops concurrently. Its memory
+ * count covers what it allocates itself. */
+static int cuda_fork(clef_backend *parent, clef_backend **child) {
+    return clef_backend_cuda_create(cuda_ctx(parent)->device, child);
+}
+
 static const clef_backend_ops cuda_ops = {
     .name = "cuda",
     .free = cuda_free_backend,
+    .fork = cuda_fork,
     .alloc = cuda_alloc,
     .release = cuda_release,
     .write = cuda_write,

@@ -160,7 +160,29 @@ __global__ void __launch_bounds__(GDN_WARPS * 32) k_gdn_recurrent(clef_gdn_args 
             }
 }
 
+static void gdn_one(clef_backend *be, const clef_gdn_args *args, void *scratch);
+
+/* Packed sequences run one after the other on the stream, each from its own state. */
 void cuda_gdn(clef_backend *be, const clef_gdn_args *args, void *scratch) {
+    if (!args->seqs) {
+        gdn_one(be, args, scratch);
+        return;
+    }
+    const clef_seqs *sq = args->seqs;
+    for (int64_t s = 0; s < sq->n_seqs; s++) {
+        const int64_t r0 = sq->start[s];
+        clef_gdn_args a = *args;
+        a.seqs = NULL;
+        a.T = sq->start[s + 1] - r0;
+        a.q = args->q + r0 * args->ldq, a.k = args->k + r0 * args->ldk, a.v = args->v + r0 * args->ldv;
+        a.g = args->g + r0 * args->n_v_heads, a.beta = args->beta + r0 * args->n_v_heads;
+        a.o = args->o + r0 * args->ldo;
+        a.state = args->state ? args->state + s * args->n_v_heads * args->dk * args->dv : NULL;
+        gdn_one(be, &a, scratch);
+    }
+}
+
+static void gdn_one(clef_backend *be, const clef_gdn_args *args, void *scratch) {
     cuda_context *ctx = cuda_ctx(be);
     if (ctx->status != CLEF_OK || args->T < 0)
         return;

@@ -77,7 +77,8 @@ void cuda_softmax(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_
 
 /* cuda_elementwise.cu */
 void cuda_conv1d_causal_silu(clef_backend *be, int64_t T, int64_t C, int64_t K, const float *x,
-                             int64_t ldx, const float *w, const float *prev, float *y, int64_t ldy);
+                             int64_t ldx, const float *w, const float *prev, float *y, int64_t ldy,
+                             const clef_seqs *seqs);
 void cuda_gdn_gates(clef_backend *be, int64_t T, int64_t H, const float *a, int64_t lda, const float *b,
                     int64_t ldb, const float *a_log, const float *dt_bias, float *g, float *beta);
 void cuda_rope_table(clef_backend *be, int64_t T, const int32_t *pos, int64_t rot_dims, double theta,

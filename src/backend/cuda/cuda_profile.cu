@@ -73,8 +73,8 @@ WRAP(rmsnorm_gated, (clef_backend *be, int64_t r, int64_t d, const float *x, int
      (be, r, d, x, ldx, z, ldz, w, eps, y, ldy))
 WRAP(layernorm, (clef_backend *be, int64_t r, int64_t d, const float *x, int64_t ldx, const float *w, const float *b, float eps, float *y, int64_t ldy),
      (be, r, d, x, ldx, w, b, eps, y, ldy))
-WRAP(conv1d_causal_silu, (clef_backend *be, int64_t T, int64_t C, int64_t K, const float *x, int64_t ldx, const float *w, const float *prev, float *y, int64_t ldy),
-     (be, T, C, K, x, ldx, w, prev, y, ldy))
+WRAP(conv1d_causal_silu, (clef_backend *be, int64_t T, int64_t C, int64_t K, const float *x, int64_t ldx, const float *w, const float *prev, float *y, int64_t ldy, const clef_seqs *sq),
+     (be, T, C, K, x, ldx, w, prev, y, ldy, sq))
 WRAP(gdn_gates, (clef_backend *be, int64_t T, int64_t H, const float *a, int64_t lda, const float *b, int64_t ldb, const float *al, const float *dt, float *g, float *beta),
      (be, T, H, a, lda, b, ldb, al, dt, g, beta))
 WRAP(gdn, (clef_backend *be, const clef_gdn_args *a, void *s), (be, a, s))
