@@ -26,10 +26,11 @@
 
 #include <pthread.h>
 
-/* Where lm_head rows come from: the release file holding lm_head.weight (or the tied
- * embedding) [vocab, hidden]; read with pread, which is safe from any thread. */
+/* Where lm_head rows come from: lm_head.weight (or the tied embedding) [vocab, hidden] in the
+ * release, read by row with clef_release_read_range (pread on the file the release opened and
+ * contained; safe from any thread). */
 typedef struct clef_lm_source {
-    clef_file file;
+    const clef_release *rel;
     const clef_tensor_info *tensor;
     int64_t vocab_size, hidden_size;
 } clef_lm_source;

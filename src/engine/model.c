@@ -12,7 +12,6 @@
 
 #include "backend/backend.h"
 #include "core/error.h"
-#include "core/io.h"
 #include "core/log.h"
 #include "core/numeric.h"
 #include "engine/engine_internal.h"
@@ -58,19 +57,8 @@ static int lm_open(clef_lm_source *lm, const clef_release *rel) {
                          (long long)cfg->text.hidden_size);
     lm->hidden_size = cfg->text.hidden_size;
     lm->vocab_size = cfg->text.vocab_size;
-    char *path = clef_path_join(clef_release_dir(rel), clef_release_file_name(rel, (size_t)t->file));
-    if (!path) {
-        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "lm_head: out of memory");
-    }
-    int st = clef_file_open(&lm->file, path); /* kept open: prepare calls pread on it */
-    free(path);
-    return st;
-}
-
-static void lm_close(clef_lm_source *lm) {
-    clef_file_close(&lm->file);
-    memset(lm, 0, sizeof *lm);
-    lm->file.fd = -1;
+    lm->rel = rel; /* rows are read through the release's own open, contained file */
+    return CLEF_OK;
 }
 
 /* ---- loading ------------------------------------------------------------------------------ */
@@ -177,7 +165,6 @@ int clef_model_load(const char *dir, const clef_model_params *params, clef_model
     if (!m)
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "clef_model_load: out of memory");
     m->params = p;
-    m->lm.file.fd = -1;
     int st = CLEF_OK;
     if (!(m->name = base_name(dir))) {
         st = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "clef_model_load: out of memory");
@@ -259,7 +246,6 @@ void clef_model_free(clef_model *m) {
     if (!m)
         return;
     clef_context_free(m->default_ctx); /* before the weights and the backend it forks */
-    lm_close(&m->lm);
     clef_joint_head_free(m->head);
     qwen35_free(m->backbone);
     clef_backend_free(m->backend);

@@ -72,8 +72,8 @@ static int read_option_rows(const clef_lm_source *lm, clef_prepared *p) {
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "prepare: out of memory for %lld lm_head rows",
                          (long long)distinct);
     for (int64_t i = 0; i < distinct; i++) {
-        int st = clef_file_pread(&lm->file, (char *)p->rows + (size_t)i * row_bytes, row_bytes,
-                                 lm->tensor->offset + (uint64_t)p->row_ids[i] * row_bytes);
+        int st = clef_release_read_range(lm->rel, lm->tensor, (uint64_t)p->row_ids[i] * row_bytes,
+                                         row_bytes, (char *)p->rows + (size_t)i * row_bytes);
         if (st)
             return clef_fail_prefix(st, "lm_head row %d", p->row_ids[i]);
     }
