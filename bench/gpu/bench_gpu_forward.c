@@ -1,0 +1,181 @@
+/*
+ * bench_gpu_forward.c — the Qwen3.5 backbone forward on the CUDA backend at the real 9B or
+ * 27B shape, random N(0, 0.02) BF16 weights made on the device (no weight files), BF16
+ * GEMMs. Prints one markdown table: tokens, ms (median of runs after a warm-up), tokens/s,
+ * TFLOP/s and its share of the cuBLASLt bf16 GEMM ceiling measured in the same run, and the
+ * backend's resident/peak device memory; then the per-op GPU time of one case.
+ *
+ *   bench_gpu_forward 9b|27b [layers] [runs]
+ *
+ * Cases: 298 / 1,502 / 2,270 / 8,192 tokens at batch 1, and 8 x 1,502 packed.
+ * FLOPs counted: 2 x linear parameters x tokens (the work the performance spec counts) plus
+ * the attention core (causal: 2 x 2 x Hq x d x T(T+1)/2 per attention layer) and the delta
+ * rule (~8 x dk x dv per token, v-head and GDN layer).
+ */
+#include "../bench_util.h"
+#include "backend/cuda/cuda_backend.h"
+#include "clef.h"
+#include "cuda/random_release.h"
+#include "model/qwen35_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Loader source whose BF16 matrices read as zeros (filled on the device afterwards); the small
+ * fp32 vectors come from random_release.h (norms, A_log, dt_bias, conv taps). */
+static int zero_matrix_read(void *ctx, const clef_tensor_info *t, void *dst) {
+    if (t->dtype == CLEF_DTYPE_BF16) {
+        memset(dst, 0, t->n_bytes);
+        return CLEF_OK;
+    }
+    return rr_read(ctx, t, dst);
+}
+
+static int fill(clef_backend *be, const clef_matrix *w, uint64_t *seed) {
+    return clef_backend_cuda_fill_normal_bf16(be, (void *)w->data, (size_t)(w->rows * w->cols), 0.02f, (*seed)++);
+}
+
+static int randomize(qwen35_model *m, clef_backend *be) {
+    uint64_t seed = 1;
+    int st = fill(be, &m->w.embed, &seed);
+    for (int64_t i = 0; i < m->cfg.num_hidden_layers && st == CLEF_OK; i++) {
+        const qwen35_layer *L = &m->w.layers[i];
+        const clef_matrix *ws[] = {&L->mlp_gate, &L->mlp_up, &L->mlp_down, &L->in_qkv, &L->in_z, &L->in_b, &L->in_a,
+                                   &L->out_proj, &L->q_proj, &L->k_proj, &L->v_proj, &L->o_proj};
+        for (size_t j = 0; j < sizeof ws / sizeof ws[0] && st == CLEF_OK; j++)
+            if (ws[j]->data)
+                st = fill(be, ws[j], &seed);
+    }
+    return st == CLEF_OK ? clef_backend_synchronize(be) : st;
+}
+
+static double linear_params(const clef_text_config *c) {
+    const double D = (double)c->hidden_size, F = (double)c->intermediate_size, Hv = (double)c->linear_num_value_heads;
+    const double K = (double)(c->linear_num_key_heads * c->linear_key_head_dim), Vd = Hv * (double)c->linear_value_head_dim;
+    const double Hq = (double)c->num_attention_heads, Hkv = (double)c->num_key_value_heads, d = (double)c->head_dim;
+    double total = 0;
+    for (int64_t i = 0; i < c->num_hidden_layers; i++) {
+        total += 3 * D * F;
+        if (c->layer_types[i] == CLEF_LAYER_LINEAR_ATTENTION)
+            total += D * (2 * K + Vd) + D * Vd + 2 * D * Hv + Vd * D;
+        else
+            total += D * (Hq * 2 * d + 2 * Hkv * d) + Hq * d * D;
+    }
+    return total;
+}
+
+static double forward_flops(const clef_text_config *c, int64_t n_seqs, int64_t T) {
+    double n_attn = 0, n_gdn = 0;
+    for (int64_t i = 0; i < c->num_hidden_layers; i++)
+        *(c->layer_types[i] == CLEF_LAYER_LINEAR_ATTENTION ? &n_gdn : &n_attn) += 1;
+    double tokens = (double)(n_seqs * T);
+    double f = 2.0 * linear_params(c) * tokens;
+    f += n_attn * (double)n_seqs * 4.0 * (double)c->num_attention_heads * (double)c->head_dim * (double)T * (double)(T + 1) / 2.0;
+    f += n_gdn * tokens * 8.0 * (double)(c->linear_key_head_dim * c->linear_value_head_dim * c->linear_num_value_heads);
+    return f;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || (strcmp(argv[1], "9b") && strcmp(argv[1], "27b"))) {
+        fprintf(stderr, "usage: bench_gpu_forward 9b|27b [layers] [runs]\n");
+        return 2;
+    }
+    if (clef_backend_cuda_device_count() == 0) {
+        printf("SKIPPED: no CUDA device\n");
+        return 77;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const int is27 = !strcmp(argv[1], "27b");
+    const int64_t n_layers = argc > 2 ? atoll(argv[2]) : (is27 ? 64 : 32);
+    const int runs = argc > 3 ? atoi(argv[3]) : 5;
+    clef_layer_type *types = malloc(sizeof(clef_layer_type) * (size_t)n_layers);
+    clef_text_config cfg = is27 ? config_27b(n_layers, types) : config_9b(n_layers, types);
+    clef_backend *be = NULL;
+    if (clef_backend_cuda_create(0, &be) != CLEF_OK) {
+        fprintf(stderr, "CUDA backend: %s\n", clef_last_error());
+        return 1;
+    }
+    double ceiling = 0;
+    if (clef_backend_cuda_gemm_ceiling(be, 8192, 8192, 8192, 20, &ceiling) != CLEF_OK) {
+        fprintf(stderr, "ceiling: %s\n", clef_last_error());
+        return 1;
+    }
+    size_t res0 = 0;
+    clef_backend_cuda_memory(be, &res0, NULL);
+    random_release rr = {.cfg = &cfg, .seed = 7};
+    clef_tensor_source src = {.ctx = &rr, .find = rr_find, .read = zero_matrix_read};
+    qwen35_params p = qwen35_default_params();
+    p.max_seq_len = 8192, p.max_tokens = 8 * 1502;
+    qwen35_model *m = NULL;
+    qwen35_state *state = NULL;
+    double t0 = bench_now_s();
+    int st = qwen35_load(&cfg, &src, be, &m);
+    if (st == CLEF_OK)
+        st = randomize(m, be);
+    if (st == CLEF_OK)
+        st = qwen35_state_create(m, be, &p, &state);
+    if (st != CLEF_OK) {
+        fprintf(stderr, "load: %s\n", clef_last_error());
+        return 1;
+    }
+    double load_s = bench_now_s() - t0;
+    size_t resident = 0, peak = 0;
+    clef_backend_cuda_memory(be, &resident, &peak);
+    printf("# clef CUDA backend, %s shape (%lld layers), BF16 weights N(0, 0.02) made on the device\n", argv[1],
+           (long long)n_layers);
+    printf("cuBLASLt bf16 GEMM ceiling (8192^3, median of 20): %.0f TFLOP/s\n", ceiling);
+    printf("weights %.2f GiB, run state %.2f GiB (for 8,192 / 12,016 tokens), load + device fill %.1f s\n",
+           qwen35_weight_bytes(m) / 1073741824.0, qwen35_state_bytes(state) / 1073741824.0, load_s);
+    const int64_t cases[][2] = {{1, 298}, {1, 1502}, {1, 2270}, {1, 8192}, {8, 1502}};
+    const int n_cases = 5;
+    int32_t *ids = malloc(sizeof(int32_t) * 8 * 8192);
+    for (int64_t i = 0; i < 8 * 8192; i++)
+        ids[i] = (int32_t)((i * 2654435761u) % (uint64_t)cfg.vocab_size);
+    printf("\n| model | batch x tokens | ms (median of %d) | tokens/s | TFLOP/s | of ceiling | resident GiB | peak GiB |\n",
+           runs);
+    printf("|---|---|---|---|---|---|---|---|\n");
+    double *times = malloc(sizeof(double) * (size_t)runs);
+    for (int c = 0; c < n_cases; c++) {
+        const int64_t ns = cases[c][0], T = cases[c][1];
+        int64_t seq[9];
+        for (int64_t s = 0; s <= ns; s++)
+            seq[s] = s * T;
+        for (int r = -1; r < runs; r++) {
+            double a = bench_now_ms();
+            if ((st = qwen35_forward(m, state, ns, seq, ids, NULL)) != CLEF_OK ||
+                (st = clef_backend_synchronize(be)) != CLEF_OK) {
+                fprintf(stderr, "forward: %s\n", clef_last_error());
+                return 1;
+            }
+            if (r >= 0)
+                times[r] = bench_now_ms() - a;
+        }
+        double ms = bench_median(times, runs);
+        double fl = forward_flops(&cfg, ns, T);
+        clef_backend_cuda_memory(be, &resident, &peak);
+        printf("| clef %s | %lld x %lld | %.1f | %.0f | %.0f | %.0f%% | %.2f | %.2f |\n", argv[1], (long long)ns,
+               (long long)T, ms, (double)(ns * T) / (ms * 1e-3), fl / (ms * 1e-3) / 1e12,
+               100.0 * fl / (ms * 1e-3) / 1e12 / ceiling, resident / 1073741824.0, peak / 1073741824.0);
+        fflush(stdout);
+    }
+    /* where the time goes: per-op GPU time at 2,270 and 8,192 tokens */
+    const int64_t prof_T[2] = {2270, 8192};
+    for (int i = 0; i < 2; i++) {
+        int64_t seq[2] = {0, prof_T[i]};
+        clef_backend_cuda_profile(be, 1);
+        for (int r = 0; r < 2; r++)
+            qwen35_forward(m, state, 1, seq, ids, NULL);
+        printf("\nPer-op GPU time, %s, 1 x %lld tokens (CUDA events around each op, mean of 2 forwards):\n\n", argv[1],
+               (long long)prof_T[i]);
+        clef_backend_cuda_profile_report(be, stdout, 2);
+        clef_backend_cuda_profile(be, 0);
+    }
+    printf("\nbackend device memory: resident %.2f GiB, peak %.2f GiB (weights %.2f GiB; backend workspaces before load %.3f GiB)\n",
+           resident / 1073741824.0, peak / 1073741824.0, qwen35_weight_bytes(m) / 1073741824.0, res0 / 1073741824.0);
+    qwen35_state_free(state);
+    qwen35_free(m);
+    clef_backend_free(be);
+    free(types), free(ids), free(times);
+    return 0;
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# run_h200.sh — everything the CUDA backend must show, in one run on a GPU machine: op checks
+# vs the CPU reference, the whole model vs the CPU reference and transformers' fixtures, then
+# the bench (clef CUDA vs transformers bf16 in the same run). Logs go to $LOG_DIR.
+#
+#   bench/gpu/run_h200.sh BIN_DIR LOG_DIR [steps]
+#
+# BIN_DIR holds test_cuda_ops, test_cuda_model, bench_gpu_forward (built with -DCLEF_CUDA=ON)
+# and, optionally, lib/ (shared libraries the GPU machine lacks) and whl/ (Python wheels of
+# flash-linear-attention and fla-core for the peer). Run from the repository root (the
+# model test reads tests/backbone/fixtures); peer_transformers.py is found beside this script.
+# steps: any of ops model bench9 peer9 bench27 peer27 (default: all), each optionally with a
+# time limit in seconds, e.g. ops:90 (default 600).
+set -u -o pipefail
+BIN=$1
+LOG=$2
+shift 2
+STEPS=${*:-"ops model bench9 peer9 bench27 peer27"}
+HERE=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$LOG"
+# cuBLASLt: the toolkit's, or the one PyTorch's wheels carry
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -e "$d/libcublasLt.so.13" ] && CUBLAS_DIR=$d && break
+done
+if [ -z "${CUBLAS_DIR:-}" ]; then
+  f=$(find / -name 'libcublasLt.so.13' -not -path '*/proc/*' 2>/dev/null | head -1)
+  CUBLAS_DIR=$(dirname "$f")
+fi
+export LD_LIBRARY_PATH="$BIN/lib:${CUBLAS_DIR}:${LD_LIBRARY_PATH:-}"
+nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm,driver_version --format=csv | tee "$LOG/gpu.txt"
+if [ -d "$BIN/whl" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$BIN"/whl/*.whl \
+    && export PYTHONPATH=/tmp/site
+fi
+export PYTHONUNBUFFERED=1
+status=0
+for step in $STEPS; do
+  s=${step%%:*}
+  limit=600
+  [ "$s" != "$step" ] && limit=${step#*:}
+  T="timeout $limit"
+  echo "=== $s, limit ${limit}s ($(date -u +%T))"
+  case $s in
+    ops) $T "$BIN/test_cuda_ops" 2>&1 | tee "$LOG/ops.log" | tail -n 60 ;;
+    model) $T "$BIN/test_cuda_model" 2>&1 | tee "$LOG/model.log" | tail -n 30 ;;
+    bench9) $T "$BIN/bench_gpu_forward" 9b 2>&1 | tee "$LOG/bench_9b.log" ;;
+    peer9) $T python3 "$HERE/peer_transformers.py" 9b 2>&1 | grep -v Warning | tee "$LOG/peer_9b.log" ;;
+    bench27) $T "$BIN/bench_gpu_forward" 27b 2>&1 | tee "$LOG/bench_27b.log" ;;
+    peer27) $T python3 "$HERE/peer_transformers.py" 27b 2>&1 | grep -v Warning | tee "$LOG/peer_27b.log" ;;
+    *) echo "unknown step $s"; status=2 ;;
+  esac
+  rc=${PIPESTATUS[0]}
+  [ "$rc" -ne 0 ] && echo "step $s exited $rc" && status=1
+done
+exit $status

@@ -1,0 +1,65 @@
+/*
+ * cuda_backend.h — the CUDA backend (NVIDIA GPUs, built for sm_90a): every op of the table in
+ * backend.h on one device and one stream. Only builds that found nvcc (CLEF_CUDA) have it; the
+ * CPU-only build never includes this header. Plain C interface, callable from C11.
+ *
+ * Numerics (what the parity tests hold it to, see tests/cuda/):
+ *  - BF16 weights: the fp32 activation rows are rounded to bf16 by a conversion kernel, then
+ *    cuBLASLt multiplies bf16 x bf16 with fp32 accumulation and fp32 output (bf16-input bound).
+ *  - F32 weights (and activation matrices wrapped as F32): cuBLASLt in plain fp32 (no TF32).
+ *  - Every other op computes in fp32 as the CPU reference does (reductions in fp32 trees
+ *    instead of the CPU's double sums: far under 1e-5 relative).
+ *  - The gated delta rule runs its exact recurrence (fp32 state in registers) for both
+ *    CLEF_GDN_CHUNKED and CLEF_GDN_RECURRENT.
+ *  - Attention is flash style (online softmax, no T x T matrix in memory): by default on the
+ *    tensor cores with Q, K, V and the probabilities rounded to bf16 (fp32 scores, sums and
+ *    output; bf16-input bound), or fully fp32 (clef_backend_cuda_set_attention_fp32).
+ */
+#ifndef CLEF_BACKEND_CUDA_BACKEND_H
+#define CLEF_BACKEND_CUDA_BACKEND_H
+
+#include "backend/backend.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* GPUs the CUDA runtime sees; 0 when there is no GPU or no driver (never an error). */
+int clef_backend_cuda_device_count(void);
+
+/* The CUDA backend on device `device` (0-based) with its own stream. Returns CLEF_OK and
+ * *out, CLEF_ERR_UNSUPPORTED when the device does not exist, or CLEF_ERR_OUT_OF_MEMORY. */
+int clef_backend_cuda_create(int device, clef_backend **out);
+
+/* Device memory this backend holds: resident = bytes now allocated (buffers + its own
+ * workspaces), peak = the most it ever held. Either pointer may be NULL. */
+void clef_backend_cuda_memory(const clef_backend *be, size_t *resident, size_t *peak);
+
+/* Fill n bf16 values at dst (device memory of be) with N(0, std^2) samples from a counter-based
+ * generator seeded by seed: the bench makes 9B/27B-shaped random weights on the device. */
+int clef_backend_cuda_fill_normal_bf16(clef_backend *be, void *dst, size_t n, float std, uint64_t seed);
+
+/* on = 1: attention runs the fp32 kernel (CUDA cores) instead of the bf16 tensor-core one:
+ * slower, fp32-exact; for parity checks. */
+void clef_backend_cuda_set_attention_fp32(clef_backend *be, int on);
+
+/* Bench support (bench/gpu): a bf16 x bf16 -> fp32 cuBLASLt GEMM of m x n x k on random
+ * data, timed with CUDA events (median of reps after warm-up): the ceiling the bench divides
+ * by. Writes TFLOP/s to *tflops. */
+int clef_backend_cuda_gemm_ceiling(clef_backend *be, int64_t m, int64_t n, int64_t k, int reps, double *tflops);
+
+/* Per-op GPU times (cuda_profile.cu): on = 1 wraps every op with CUDA events, 0 restores
+ * the plain table. report prints a markdown table of the ms per forward (totals / runs) of
+ * every op kind since the last report, then starts over. One profiled backend at a time. */
+int clef_backend_cuda_profile(clef_backend *be, int on);
+int clef_backend_cuda_profile_report(clef_backend *be, FILE *out, double runs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLEF_BACKEND_CUDA_BACKEND_H */

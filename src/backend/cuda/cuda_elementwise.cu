@@ -1,0 +1,272 @@
+/*
+ * cuda_elementwise.cu — the pointwise and near-pointwise ops: causal depthwise conv1d + SiLU,
+ * the GDN gates, the RoPE table and its application, unary functions, the attention output
+ * gate, SwiGLU, add, and the normal-distribution fill the GPU bench makes weights with.
+ * fp32 throughout, with the CPU reference's formulas (cpu_elementwise.c, cpu_conv.c,
+ * cpu_rope.c); expf/log1pf/erff/tanhf differ from glibc's in the last ulp at most.
+ */
+#include "backend/cuda/cuda_internal.cuh"
+
+#define EW_THREADS 256
+
+__device__ __forceinline__ float sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ float silu_f(float x) { return x / (1.0f + expf(-x)); }
+__device__ __forceinline__ float softplus_f(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+
+/* ---- conv1d + SiLU ---------------------------------------------------------------------- */
+
+/* With packed sequences (start: n_seqs + 1 row offsets in device memory), row i of sequence s
+ * is its token i - start[s]: taps never reach into the previous sequence; prev holds
+ * [n_seqs, K-1, C]. */
+__global__ void k_conv1d_silu(int64_t T, int64_t C, int64_t K, const float *x, int64_t ldx, const float *w,
+                              const float *prev, float *y, int64_t ldy, const int32_t *start, int64_t n_seqs) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= T * C)
+        return;
+    int64_t row = i / C, c = i - row * C;
+    int64_t s = 0, t = row;
+    if (start) { /* the sequence of this row: binary search in the offsets */
+        int64_t lo = 0, hi = n_seqs - 1;
+        while (lo < hi) {
+            int64_t mid = (lo + hi + 1) / 2;
+            if (start[mid] <= row)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        s = lo, t = row - start[s];
+    }
+    const float *xs0 = x + (row - t) * ldx;
+    const float *ps = prev ? prev + s * (K - 1) * C : NULL;
+    float acc = 0.0f;
+    for (int64_t k = 0; k < K; k++) {
+        int64_t src = t - K + 1 + k;
+        float v;
+        if (src >= 0)
+            v = xs0[src * ldx + c];
+        else if (ps)
+            v = ps[(K - 1 + src) * C + c];
+        else
+            continue;
+        acc += w[c * K + k] * v;
+    }
+    y[row * ldy + c] = silu_f(acc);
+}
+
+void cuda_conv1d_causal_silu(clef_backend *be, int64_t T, int64_t C, int64_t K, const float *x, int64_t ldx,
+                             const float *w, const float *prev, float *y, int64_t ldy, const clef_seqs *seqs) {
+    if (cuda_ctx(be)->status != CLEF_OK || T * C <= 0)
+        return;
+    k_conv1d_silu<<<cuda_blocks(T * C, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(
+        T, C, K, x, ldx, w, prev, y, ldy, seqs ? seqs->start_dev : NULL, seqs ? seqs->n_seqs : 1);
+    CUDA_CHECK_LAUNCH(be, "conv1d kernel");
+}
+
+/* ---- GDN gates ------------------------------------------------------------------------- */
+
+__global__ void k_gdn_gates(int64_t T, int64_t H, const float *a, int64_t lda, const float *b, int64_t ldb,
+                            const float *a_log, const float *dt_bias, float *g, float *beta) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= T * H)
+        return;
+    int64_t t = i / H, h = i - t * H;
+    beta[i] = sigmoid_f(b[t * ldb + h]);
+    g[i] = -expf(a_log[h]) * softplus_f(a[t * lda + h] + dt_bias[h]);
+}
+
+void cuda_gdn_gates(clef_backend *be, int64_t T, int64_t H, const float *a, int64_t lda, const float *b, int64_t ldb,
+                    const float *a_log, const float *dt_bias, float *g, float *beta) {
+    if (cuda_ctx(be)->status != CLEF_OK || T * H <= 0)
+        return;
+    k_gdn_gates<<<cuda_blocks(T * H, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(T, H, a, lda, b, ldb, a_log,
+                                                                                         dt_bias, g, beta);
+    CUDA_CHECK_LAUNCH(be, "gdn_gates kernel");
+}
+
+/* ---- RoPE ------------------------------------------------------------------------------- */
+
+__device__ int mrope_axis(int64_t j, int64_t s0, int64_t s1, int64_t s2, int interleaved) {
+    if (interleaved) {
+        if (j % 3 == 1 && j < 3 * s1)
+            return 1;
+        if (j % 3 == 2 && j < 3 * s2)
+            return 2;
+        return 0;
+    }
+    if (j < s0)
+        return 0;
+    return j < s0 + s1 ? 1 : 2;
+}
+
+/* inv_freq is computed on the host in double exactly as the CPU does (then rounded to fp32)
+ * and passed per frequency, so the device table matches the reference to the ulp of cos/sin. */
+__global__ void k_rope_table(int64_t T, const int32_t *pos, int64_t rot, const float *inv_freq, int64_t s0, int64_t s1,
+                             int64_t s2, int interleaved, float *cos_out, float *sin_out) {
+    const int64_t half = rot / 2;
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= T * half)
+        return;
+    int64_t t = i / half, j = i - t * half;
+    int axis = mrope_axis(j, s0, s1, s2, interleaved);
+    float phi = (float)pos[axis * T + t] * inv_freq[j];
+    float c = cosf(phi), s = sinf(phi);
+    cos_out[t * rot + j] = cos_out[t * rot + half + j] = c;
+    sin_out[t * rot + j] = sin_out[t * rot + half + j] = s;
+}
+
+void cuda_rope_table(clef_backend *be, int64_t T, const int32_t *pos, int64_t rot_dims, double theta,
+                     const int64_t sections[3], int mrope_interleaved, float *cos_out, float *sin_out) {
+    cuda_context *ctx = cuda_ctx(be);
+    if (ctx->status != CLEF_OK || T <= 0)
+        return;
+    const int64_t half = rot_dims / 2;
+    float host[512];
+    float *inv = host;
+    if (half > 512 && !(inv = (float *)malloc(sizeof(float) * (size_t)half))) {
+        ctx->status = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "CUDA rope_table: out of memory");
+        return;
+    }
+    for (int64_t j = 0; j < half; j++) {
+        float exponent = (float)(2 * j) / (float)rot_dims;
+        inv[j] = 1.0f / (float)pow(theta, (double)exponent);
+    }
+    float *dev = NULL;
+    if (cuda_record(be, cudaMallocAsync((void **)&dev, sizeof(float) * (size_t)half, ctx->stream), "rope table") == CLEF_OK &&
+        cuda_record(be, cudaMemcpyAsync(dev, inv, sizeof(float) * (size_t)half, cudaMemcpyHostToDevice, ctx->stream),
+                    "rope table copy") == CLEF_OK) {
+        k_rope_table<<<cuda_blocks(T * half, EW_THREADS), EW_THREADS, 0, ctx->stream>>>(
+            T, pos, rot_dims, dev, sections[0], sections[1], sections[2], mrope_interleaved, cos_out, sin_out);
+        CUDA_CHECK_LAUNCH(be, "rope_table kernel");
+        /* the host array must outlive the (asynchronous) copy */
+        cuda_record(be, cudaStreamSynchronize(ctx->stream), "rope table");
+    }
+    if (dev)
+        cudaFreeAsync(dev, ctx->stream);
+    if (inv != host)
+        free(inv);
+}
+
+__global__ void k_rope_apply(int64_t T, int64_t n_heads, float *x, int64_t ldx, int64_t head_stride, int64_t rot,
+                             const float *cos_t, const float *sin_t) {
+    const int64_t half = rot / 2;
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= T * n_heads * half)
+        return;
+    int64_t j = i % half, th = i / half, h = th % n_heads, t = th / n_heads;
+    float *v = x + t * ldx + h * head_stride;
+    const float *c = cos_t + t * rot, *s = sin_t + t * rot;
+    float a = v[j], b = v[j + half];
+    v[j] = a * c[j] + (-b) * s[j];
+    v[j + half] = b * c[j + half] + a * s[j + half];
+}
+
+void cuda_rope_apply(clef_backend *be, int64_t T, int64_t n_heads, float *x, int64_t ldx, int64_t head_stride,
+                     int64_t rot_dims, const float *cos_t, const float *sin_t) {
+    int64_t n = T * n_heads * (rot_dims / 2);
+    if (cuda_ctx(be)->status != CLEF_OK || n <= 0)
+        return;
+    k_rope_apply<<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(T, n_heads, x, ldx, head_stride,
+                                                                                      rot_dims, cos_t, sin_t);
+    CUDA_CHECK_LAUNCH(be, "rope_apply kernel");
+}
+
+/* ---- unary, gate, SwiGLU, add ----------------------------------------------------------- */
+
+__global__ void k_unary(int op, int64_t n, const float *x, float *y) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    float v = x[i];
+    switch (op) {
+    case CLEF_UNARY_SILU: v = silu_f(v); break;
+    case CLEF_UNARY_GELU_ERF: v = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); break;
+    case CLEF_UNARY_GELU_TANH: {
+        const float k = 0.7978845608028654f;
+        v = 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
+        break;
+    }
+    case CLEF_UNARY_SIGMOID: v = sigmoid_f(v); break;
+    case CLEF_UNARY_SOFTPLUS: v = softplus_f(v); break;
+    case CLEF_UNARY_EXP: v = expf(v); break;
+    default: break;
+    }
+    y[i] = v;
+}
+
+void cuda_unary(clef_backend *be, clef_unary_op op, int64_t n, const float *x, float *y) {
+    if (cuda_ctx(be)->status != CLEF_OK || n <= 0)
+        return;
+    k_unary<<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>((int)op, n, x, y);
+    CUDA_CHECK_LAUNCH(be, "unary kernel");
+}
+
+__global__ void k_mul_sigmoid(int64_t rows, int64_t cols, float *x, int64_t ldx, const float *gate, int64_t ldg) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= rows * cols)
+        return;
+    int64_t r = i / cols, c = i - r * cols;
+    x[r * ldx + c] *= sigmoid_f(gate[r * ldg + c]);
+}
+
+void cuda_mul_sigmoid(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_t ldx, const float *gate,
+                      int64_t ldgate) {
+    if (cuda_ctx(be)->status != CLEF_OK || rows * cols <= 0)
+        return;
+    k_mul_sigmoid<<<cuda_blocks(rows * cols, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(rows, cols, x, ldx, gate,
+                                                                                                  ldgate);
+    CUDA_CHECK_LAUNCH(be, "mul_sigmoid kernel");
+}
+
+__global__ void k_swiglu(int64_t n, const float *gate, const float *up, float *y) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        y[i] = silu_f(gate[i]) * up[i];
+}
+
+void cuda_swiglu(clef_backend *be, int64_t n, const float *gate, const float *up, float *y) {
+    if (cuda_ctx(be)->status != CLEF_OK || n <= 0)
+        return;
+    k_swiglu<<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(n, gate, up, y);
+    CUDA_CHECK_LAUNCH(be, "swiglu kernel");
+}
+
+__global__ void k_add(int64_t n, const float *a, const float *b, float *y) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        y[i] = a[i] + b[i];
+}
+
+void cuda_add(clef_backend *be, int64_t n, const float *a, const float *b, float *y) {
+    if (cuda_ctx(be)->status != CLEF_OK || n <= 0)
+        return;
+    k_add<<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(n, a, b, y);
+    CUDA_CHECK_LAUNCH(be, "add kernel");
+}
+
+/* ---- random bf16 fill (bench weights) --------------------------------------------------- */
+
+/* splitmix64 of (seed, index): independent uniform bits per element, no state. */
+__device__ __forceinline__ uint64_t mix64(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+__global__ void k_fill_normal_bf16(__nv_bfloat16 *dst, size_t n, float std, uint64_t seed) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint64_t r = mix64(seed ^ mix64(i));
+        float u1 = ((float)(r >> 40) + 1.0f) * (1.0f / 16777217.0f); /* (0, 1] */
+        float u2 = (float)((r >> 16) & 0xffffff) * (1.0f / 16777216.0f);
+        float z = sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2); /* Box-Muller */
+        dst[i] = __float2bfloat16_rn(z * std);
+    }
+}
+
+int cuda_fill_normal_bf16(clef_backend *be, void *dst, size_t n, float std, uint64_t seed) {
+    cuda_context *ctx = cuda_ctx(be);
+    if (ctx->status != CLEF_OK || n == 0)
+        return ctx->status;
+    k_fill_normal_bf16<<<4096, EW_THREADS, 0, ctx->stream>>>((__nv_bfloat16 *)dst, n, std, seed);
+    return CUDA_CHECK_LAUNCH(be, "fill kernel");
+}

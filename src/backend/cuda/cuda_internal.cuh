@@ -1,0 +1,115 @@
+/*
+ * cuda_internal.cuh — what the files of the CUDA backend share: the backend context (device,
+ * stream, cuBLASLt handle and workspace, the bf16 staging buffer of matmul inputs, the first
+ * error seen), the launch-check helper and the op entry points each .cu file provides to the
+ * table in cuda_backend.cu.
+ *
+ * Errors: ops return void (backend.h), so a failed launch or library call is recorded in the
+ * context (first one wins) and reported by the next synchronize, read or write.
+ */
+#ifndef CLEF_BACKEND_CUDA_INTERNAL_CUH
+#define CLEF_BACKEND_CUDA_INTERNAL_CUH
+
+extern "C" {
+#include "backend/backend.h"
+#include "core/error.h"
+}
+#include "backend/cuda/cuda_backend.h"
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+/* One cached cuBLASLt plan: the layouts and the algorithm the heuristic picked for them. */
+typedef struct cuda_gemm_plan {
+    int used;
+    int a_type, m, n, k, lda, ldb, ldc, align_a, align_b, align_c, beta_one;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulAlgo_t algo;
+} cuda_gemm_plan;
+
+#define CUDA_GEMM_PLANS 128
+
+typedef struct cuda_context {
+    int device;
+    cudaStream_t stream;
+    cublasLtHandle_t lt;
+    void *lt_workspace;
+    size_t lt_workspace_bytes;
+    __nv_bfloat16 *xb;      /* bf16 copy of a matmul's activation rows, grown on demand */
+    size_t xb_bytes;
+    size_t resident, peak;  /* device bytes held by this backend */
+    int status;             /* first error (clef_status), CLEF_OK while none */
+    int attention_fp32;     /* 1: attention on the fp32 kernel only (cuda_attention.cu) */
+    cuda_gemm_plan plans[CUDA_GEMM_PLANS];
+} cuda_context;
+
+static inline cuda_context *cuda_ctx(clef_backend *be) { return (cuda_context *)be->ctx; }
+
+/* Record a CUDA runtime failure (the first one is kept); returns the context's status. */
+int cuda_record(clef_backend *be, cudaError_t err, const char *what);
+
+/* After each launch: record a launch-configuration error. */
+#define CUDA_CHECK_LAUNCH(be, what) cuda_record((be), cudaGetLastError(), (what))
+
+static inline unsigned cuda_blocks(int64_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
+
+/* Count device bytes for clef_backend_cuda_memory (cuda_backend.cu). */
+void cuda_account(clef_backend *be, ptrdiff_t delta);
+
+/* cuda_matmul.cu */
+void cuda_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
+                 const float *bias, float *y, int64_t ldy, int accumulate, void *scratch);
+size_t cuda_matmul_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w);
+void cuda_get_rows(clef_backend *be, const clef_matrix *e, int64_t n, const int32_t *ids, float *y,
+                   int64_t ldy);
+void cuda_gemm_plans_free(cuda_context *ctx);
+
+/* cuda_norm.cu */
+void cuda_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx,
+                  const float *w, float eps, int add_one, float *y, int64_t ldy);
+void cuda_rmsnorm_gated(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx,
+                        const float *z, int64_t ldz, const float *w, float eps, float *y, int64_t ldy);
+void cuda_layernorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx,
+                    const float *w, const float *b, float eps, float *y, int64_t ldy);
+void cuda_softmax(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_t ldx);
+
+/* cuda_elementwise.cu */
+void cuda_conv1d_causal_silu(clef_backend *be, int64_t T, int64_t C, int64_t K, const float *x,
+                             int64_t ldx, const float *w, const float *prev, float *y, int64_t ldy,
+                             const clef_seqs *seqs);
+void cuda_gdn_gates(clef_backend *be, int64_t T, int64_t H, const float *a, int64_t lda, const float *b,
+                    int64_t ldb, const float *a_log, const float *dt_bias, float *g, float *beta);
+void cuda_rope_table(clef_backend *be, int64_t T, const int32_t *pos, int64_t rot_dims, double theta,
+                     const int64_t sections[3], int mrope_interleaved, float *cos_out, float *sin_out);
+void cuda_rope_apply(clef_backend *be, int64_t T, int64_t n_heads, float *x, int64_t ldx,
+                     int64_t head_stride, int64_t rot_dims, const float *cos_t, const float *sin_t);
+void cuda_unary(clef_backend *be, clef_unary_op op, int64_t n, const float *x, float *y);
+void cuda_mul_sigmoid(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_t ldx,
+                      const float *gate, int64_t ldgate);
+void cuda_swiglu(clef_backend *be, int64_t n, const float *gate, const float *up, float *y);
+void cuda_add(clef_backend *be, int64_t n, const float *a, const float *b, float *y);
+int cuda_fill_normal_bf16(clef_backend *be, void *dst, size_t n, float std, uint64_t seed);
+
+/* cuda_gdn.cu */
+void cuda_gdn(clef_backend *be, const clef_gdn_args *args, void *scratch);
+size_t cuda_gdn_workspace_size(clef_backend *be, const clef_gdn_args *args);
+
+/* cuda_attention.cu */
+void cuda_attention(clef_backend *be, const clef_attention_args *args, void *scratch);
+size_t cuda_attention_workspace_size(clef_backend *be, const clef_attention_args *args);
+
+/* cuda_head_ops.cu */
+void cuda_segment_sum(clef_backend *be, int64_t n_seg, int64_t dim, const clef_segment *segs, const float *x,
+                      int64_t ldx, const float *row_weight, float *y, int64_t ldy);
+void cuda_row_dot(clef_backend *be, int64_t n, int64_t dim, const float *a, int64_t lda, const int32_t *ia,
+                  const float *b, int64_t ldb, const int32_t *ib, float scale, float eps, float *out);
+void cuda_segment_softmax(clef_backend *be, int64_t n_seg, const int32_t *offsets, const float *x, float *y);
+void cuda_add_rows(clef_backend *be, int64_t rows, int64_t cols, const float *x, int64_t ldx, const float *v,
+                   int64_t ldv, const int32_t *idx, float *y, int64_t ldy);
+void cuda_pair_features(clef_backend *be, int64_t rows, int64_t dim, const float *f, int64_t ldf, const int32_t *idx,
+                        const float *o, int64_t ldo, float *feat, int64_t ldfeat);
+void cuda_axpy(clef_backend *be, int64_t n, float alpha, const float *x, float *y);
+
+#endif /* CLEF_BACKEND_CUDA_INTERNAL_CUH */

@@ -1,0 +1,149 @@
+/*
+ * cuda_norm.cu — the per-row reductions: RMSNorm, gated RMSNorm, LayerNorm and softmax. One
+ * block of 128 threads per row; sums in fp32 trees (the CPU sums in double: both are far
+ * inside 1e-5 relative of the exact value for the row lengths of these models).
+ * Formulas and rounding order as the CPU reference (cpu_norm.c, cpu_elementwise.c).
+ */
+#include "backend/cuda/cuda_internal.cuh"
+
+#define NORM_THREADS 128
+
+/* Sum of v over the block (every thread gets it). */
+__device__ float block_sum(float v) {
+    __shared__ float part[NORM_THREADS / 32];
+    __shared__ float total;
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    if ((threadIdx.x & 31) == 0)
+        part[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float s = 0.0f;
+        for (int i = 0; i < NORM_THREADS / 32; i++)
+            s += part[i];
+        total = s;
+    }
+    __syncthreads();
+    float r = total;
+    __syncthreads(); /* part/total are reused by the next call */
+    return r;
+}
+
+__device__ float block_max(float v) {
+    __shared__ float part[NORM_THREADS / 32];
+    __shared__ float total;
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    if ((threadIdx.x & 31) == 0)
+        part[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float s = part[0];
+        for (int i = 1; i < NORM_THREADS / 32; i++)
+            s = fmaxf(s, part[i]);
+        total = s;
+    }
+    __syncthreads();
+    float r = total;
+    __syncthreads();
+    return r;
+}
+
+__device__ __forceinline__ float silu_f(float x) { return x / (1.0f + expf(-x)); }
+
+__global__ void k_rmsnorm(int64_t dim, const float *x, int64_t ldx, const float *w, float eps, int add_one, float *y,
+                          int64_t ldy) {
+    const float *xr = x + (int64_t)blockIdx.x * ldx;
+    float *yr = y + (int64_t)blockIdx.x * ldy;
+    float ss = 0.0f;
+    for (int64_t i = threadIdx.x; i < dim; i += NORM_THREADS)
+        ss += xr[i] * xr[i];
+    float s = 1.0f / sqrtf(block_sum(ss) / (float)dim + eps);
+    for (int64_t i = threadIdx.x; i < dim; i += NORM_THREADS) {
+        float n = xr[i] * s;
+        yr[i] = w ? n * (add_one ? 1.0f + w[i] : w[i]) : n;
+    }
+}
+
+__global__ void k_rmsnorm_gated(int64_t dim, const float *x, int64_t ldx, const float *z, int64_t ldz, const float *w,
+                                float eps, float *y, int64_t ldy) {
+    const float *xr = x + (int64_t)blockIdx.x * ldx;
+    const float *zr = z + (int64_t)blockIdx.x * ldz;
+    float *yr = y + (int64_t)blockIdx.x * ldy;
+    float ss = 0.0f;
+    for (int64_t i = threadIdx.x; i < dim; i += NORM_THREADS)
+        ss += xr[i] * xr[i];
+    float s = 1.0f / sqrtf(block_sum(ss) / (float)dim + eps);
+    for (int64_t i = threadIdx.x; i < dim; i += NORM_THREADS)
+        yr[i] = (w[i] * (xr[i] * s)) * silu_f(zr[i]);
+}
+
+__global__ void k_layernorm(int64_t dim, const float *x, int64_t ldx, const float *w, const float *b, float eps,
+                            float *y, int64_t ldy) {
+    const float *xr = x + (int64_t)blockIdx.x * ldx;
+    float *yr = y + (int64_t)blockIdx.x * ldy;
+    float sum = 0.0f;
+    for (int64_t i = threadIdx.x; i < dim; i += NORM_THREADS)
+        sum += xr[i];
+    float mean = block_sum(sum) / (float)dim;
+    float var = 0.0f;
+    for (int64_t i = threadIdx.x; i < dim; i += NORM_THREADS) {
+        float d = xr[i] - mean;
+        var += d * d;
+    }
+    float s = 1.0f / sqrtf(block_sum(var) / (float)dim + eps);
+    for (int64_t i = threadIdx.x; i < dim; i += NORM_THREADS) {
+        float n = (xr[i] - mean) * s;
+        if (w)
+            n *= w[i];
+        if (b)
+            n += b[i];
+        yr[i] = n;
+    }
+}
+
+__global__ void k_softmax(int64_t cols, float *x, int64_t ldx) {
+    float *xr = x + (int64_t)blockIdx.x * ldx;
+    float m = -INFINITY;
+    for (int64_t i = threadIdx.x; i < cols; i += NORM_THREADS)
+        m = fmaxf(m, xr[i]);
+    m = block_max(m);
+    float sum = 0.0f;
+    for (int64_t i = threadIdx.x; i < cols; i += NORM_THREADS)
+        sum += expf(xr[i] - m);
+    float inv = 1.0f / block_sum(sum);
+    for (int64_t i = threadIdx.x; i < cols; i += NORM_THREADS)
+        xr[i] = expf(xr[i] - m) * inv;
+}
+
+/* Rows run as a grid of up to 2^31-1 blocks: every model's row count fits. */
+void cuda_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *w, float eps,
+                  int add_one, float *y, int64_t ldy) {
+    if (cuda_ctx(be)->status != CLEF_OK || rows <= 0)
+        return;
+    k_rmsnorm<<<(unsigned)rows, NORM_THREADS, 0, cuda_ctx(be)->stream>>>(dim, x, ldx, w, eps, add_one, y, ldy);
+    CUDA_CHECK_LAUNCH(be, "rmsnorm kernel");
+}
+
+void cuda_rmsnorm_gated(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *z,
+                        int64_t ldz, const float *w, float eps, float *y, int64_t ldy) {
+    if (cuda_ctx(be)->status != CLEF_OK || rows <= 0)
+        return;
+    k_rmsnorm_gated<<<(unsigned)rows, NORM_THREADS, 0, cuda_ctx(be)->stream>>>(dim, x, ldx, z, ldz, w, eps, y, ldy);
+    CUDA_CHECK_LAUNCH(be, "rmsnorm_gated kernel");
+}
+
+void cuda_layernorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *w,
+                    const float *b, float eps, float *y, int64_t ldy) {
+    if (cuda_ctx(be)->status != CLEF_OK || rows <= 0)
+        return;
+    k_layernorm<<<(unsigned)rows, NORM_THREADS, 0, cuda_ctx(be)->stream>>>(dim, x, ldx, w, b, eps, y, ldy);
+    CUDA_CHECK_LAUNCH(be, "layernorm kernel");
+}
+
+void cuda_softmax(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_t ldx) {
+    if (cuda_ctx(be)->status != CLEF_OK || rows <= 0)
+        return;
+    k_softmax<<<(unsigned)rows, NORM_THREADS, 0, cuda_ctx(be)->stream>>>(cols, x, ldx);
+    CUDA_CHECK_LAUNCH(be, "softmax kernel");
+}

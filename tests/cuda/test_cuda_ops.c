@@ -1,0 +1,512 @@
+/*
+ * test_cuda_ops.c — every op of the table on the CUDA backend against the CPU backend (the
+ * fp32 reference), on random shapes, leading dimensions and head strides; the gated delta
+ * rule also against a float64 recurrence of this file. Outputs are poisoned (NaN) before
+ * each run, so an unwritten element fails. Tolerances (relative L2):
+ *  - fp32-path ops (norms, conv, gates, RoPE, fp32 attention, softmax, elementwise, F32
+ *    matmul): <= 1e-5 vs the CPU
+ *  - tensor-core attention (Q, K, V, P rounded to bf16; fp32 accumulation): <= 1e-2 vs the
+ *    CPU (bf16 carries 8 significant bits; measured values are printed)
+ *  - BF16 matmul: the CUDA path rounds x to bf16 before the GEMM, so it is compared with the
+ *    CPU on the same bf16-rounded x: <= 1e-5; and with the CPU on unrounded x: <= 8e-3
+ *    (bf16 has 8 significant bits: one rounding of x is <= 2^-9 relative per element)
+ *  - gated delta rule vs float64 recurrence: <= 1e-3 at T = 1 .. 8,192 (and vs the CPU
+ *    recurrent reference: <= 1e-4)
+ *  - head ops (double accumulation in the CPU's order): <= 1e-6
+ * Exits 77 (ctest: SKIPPED) when no GPU is visible.
+ */
+#include "clef.h"
+#include "gpu_test_util.h"
+#include "test.h"
+
+#include <stdio.h>
+
+static clef_backend *cpu, *gpu;
+
+#define POISON(p, n) for (size_t i_ = 0; i_ < (size_t)(n); i_++) (p)[i_] = NAN
+
+static void report(const char *op, const char *shape, double err, double tol) {
+    printf("%-16s %-44s rel L2 %.3g (<= %.0e)\n", op, shape, err, tol);
+    CHECK_MSG(err <= tol, "%s %s: relative L2 %.3g > %.0e", op, shape, err, tol);
+}
+
+/* Run on the GPU, then read n floats from dev back into host (poisoned first). */
+static void readback(float *host, const float *dev, size_t n) {
+    POISON(host, n);
+    CHECK_EQ_INT(clef_backend_synchronize(gpu), CLEF_OK);
+    CHECK_EQ_INT(clef_backend_read(gpu, host, dev, n * sizeof(float)), CLEF_OK);
+}
+
+/* y buffer [T, ld] with both backends: cpu poisoned, gpu poisoned too */
+static float *gpu_poisoned(size_t n) {
+    float *h = malloc(n * sizeof(float));
+    POISON(h, n);
+    float *d = to_gpu(gpu, h, n * sizeof(float));
+    free(h);
+    return d;
+}
+
+static void test_matmul(int64_t T, int64_t K, int64_t N, int bf16, int with_bias, int accumulate) {
+    const int64_t ldx = K + 3, ldy = N + 5;
+    float *x = malloc(sizeof(float) * (size_t)(T * ldx)), *xr = malloc(sizeof(float) * (size_t)(T * ldx));
+    float *y0 = malloc(sizeof(float) * (size_t)(T * ldy)), *yc = malloc(sizeof(float) * (size_t)(T * ldy));
+    float *yc_raw = malloc(sizeof(float) * (size_t)(T * ldy)), *yg = malloc(sizeof(float) * (size_t)(T * ldy));
+    float *bias = malloc(sizeof(float) * (size_t)N);
+    fill_normal(x, (size_t)(T * ldx), 1.0f);
+    fill_normal(y0, (size_t)(T * ldy), 1.0f);
+    fill_normal(bias, (size_t)N, 1.0f);
+    for (int64_t i = 0; i < T * ldx; i++)
+        xr[i] = bf16 ? clef_bf16_to_f32(clef_f32_to_bf16(x[i])) : x[i];
+    size_t wbytes = (size_t)(N * K) * (bf16 ? 2 : 4);
+    void *w = malloc(wbytes);
+    for (int64_t i = 0; i < N * K; i++) {
+        float v = rnd_normal() * 0.05f;
+        if (bf16)
+            ((uint16_t *)w)[i] = clef_f32_to_bf16(v);
+        else
+            ((float *)w)[i] = v;
+    }
+    clef_wtype type = bf16 ? CLEF_WTYPE_BF16 : CLEF_WTYPE_F32;
+    clef_matrix wc = {.type = type, .rows = N, .cols = K, .ld = K, .data = w};
+    memcpy(yc, y0, sizeof(float) * (size_t)(T * ldy));
+    memcpy(yc_raw, y0, sizeof(float) * (size_t)(T * ldy));
+    clef_matmul(cpu, T, xr, ldx, &wc, with_bias ? bias : NULL, yc, ldy, accumulate);
+    clef_matmul(cpu, T, x, ldx, &wc, with_bias ? bias : NULL, yc_raw, ldy, accumulate);
+    void *wd = to_gpu(gpu, w, wbytes);
+    float *xd = to_gpu(gpu, x, sizeof(float) * (size_t)(T * ldx));
+    float *yd = to_gpu(gpu, y0, sizeof(float) * (size_t)(T * ldy));
+    float *bd = to_gpu(gpu, bias, sizeof(float) * (size_t)N);
+    clef_matrix wg = {.type = type, .rows = N, .cols = K, .ld = K, .data = wd};
+    clef_matmul(gpu, T, xd, ldx, &wg, with_bias ? bd : NULL, yd, ldy, accumulate);
+    readback(yg, yd, (size_t)(T * ldy));
+    char shape[96];
+    snprintf(shape, sizeof shape, "%s T=%lld K=%lld N=%lld%s%s", bf16 ? "BF16" : "F32", (long long)T, (long long)K,
+             (long long)N, with_bias ? " bias" : "", accumulate ? " acc" : "");
+    report("matmul", shape, rel_l2(yg, yc, (size_t)(T * ldy)), 1e-5);
+    if (bf16)
+        report("matmul(unround)", shape, rel_l2(yg, yc_raw, (size_t)(T * ldy)), 8e-3);
+    clef_backend_release(gpu, wd), clef_backend_release(gpu, xd), clef_backend_release(gpu, yd), clef_backend_release(gpu, bd);
+    free(x), free(xr), free(y0), free(yc), free(yc_raw), free(yg), free(bias), free(w);
+}
+
+static void test_get_rows(void) {
+    const int64_t V = 300, D = 77, n = 50, ldy = 80;
+    uint16_t *e = malloc(2 * (size_t)(V * D));
+    for (int64_t i = 0; i < V * D; i++)
+        e[i] = clef_f32_to_bf16(rnd_normal());
+    int32_t ids[50];
+    for (int i = 0; i < n; i++)
+        ids[i] = (int32_t)(rnd_uniform() * V);
+    float *yc = malloc(sizeof(float) * (size_t)(n * ldy)), *yg = malloc(sizeof(float) * (size_t)(n * ldy));
+    memset(yc, 0, sizeof(float) * (size_t)(n * ldy));
+    clef_matrix ec = {.type = CLEF_WTYPE_BF16, .rows = V, .cols = D, .ld = D, .data = e};
+    clef_get_rows(cpu, &ec, n, ids, yc, ldy);
+    void *ed = to_gpu(gpu, e, 2 * (size_t)(V * D));
+    int32_t *idd = to_gpu(gpu, ids, sizeof ids);
+    float *yd = to_gpu(gpu, yc, sizeof(float) * (size_t)(n * ldy)); /* gaps keep the CPU's zeros */
+    clef_matrix eg = {.type = CLEF_WTYPE_BF16, .rows = V, .cols = D, .ld = D, .data = ed};
+    float *zero = calloc((size_t)(n * ldy), sizeof(float));
+    clef_backend_write(gpu, yd, zero, sizeof(float) * (size_t)(n * ldy));
+    clef_get_rows(gpu, &eg, n, idd, yd, ldy);
+    readback(yg, yd, (size_t)(n * ldy));
+    report("get_rows", "BF16 V=300 D=77 n=50 ldy=80", rel_l2(yg, yc, (size_t)(n * ldy)), 0.0);
+    clef_backend_release(gpu, ed), clef_backend_release(gpu, idd), clef_backend_release(gpu, yd);
+    free(e), free(yc), free(yg), free(zero);
+}
+
+/* norms and softmax: which = 0 rmsnorm, 1 rmsnorm (1+w), 2 rmsnorm no weight, 3 gated, 4 layernorm, 5 softmax */
+static void test_rows(int which, int64_t rows, int64_t dim) {
+    const int64_t ldx = dim + 7, ldz = dim + 2, ldy = dim + 4;
+    size_t nx = (size_t)(rows * ldx), nz = (size_t)(rows * ldz), ny = (size_t)(rows * ldy);
+    float *x = malloc(nx * 4), *z = malloc(nz * 4), *w = malloc((size_t)dim * 4), *b = malloc((size_t)dim * 4);
+    float *yc = malloc(ny * 4), *yg = malloc((nx > ny ? nx : ny) * 4);
+    fill_normal(x, nx, 2.0f), fill_normal(z, nz, 1.0f), fill_normal(w, (size_t)dim, 1.0f), fill_normal(b, (size_t)dim, 1.0f);
+    float *xd = to_gpu(gpu, x, nx * 4), *zd = to_gpu(gpu, z, nz * 4), *wd = to_gpu(gpu, w, (size_t)dim * 4);
+    float *bd = to_gpu(gpu, b, (size_t)dim * 4), *yd = gpu_poisoned(ny);
+    const char *names[] = {"rmsnorm", "rmsnorm(1+w)", "rmsnorm(no w)", "rmsnorm_gated", "layernorm", "softmax"};
+    /* only the rows x dim region is compared: copy it out of both */
+    memcpy(yc, x, nx < ny ? nx * 4 : ny * 4);
+    switch (which) {
+    case 0: clef_rmsnorm(cpu, rows, dim, x, ldx, w, 1e-6f, 0, yc, ldy); clef_rmsnorm(gpu, rows, dim, xd, ldx, wd, 1e-6f, 0, yd, ldy); break;
+    case 1: clef_rmsnorm(cpu, rows, dim, x, ldx, w, 1e-6f, 1, yc, ldy); clef_rmsnorm(gpu, rows, dim, xd, ldx, wd, 1e-6f, 1, yd, ldy); break;
+    case 2: clef_rmsnorm(cpu, rows, dim, x, ldx, NULL, 1e-6f, 0, yc, ldy); clef_rmsnorm(gpu, rows, dim, xd, ldx, NULL, 1e-6f, 0, yd, ldy); break;
+    case 3: clef_rmsnorm_gated(cpu, rows, dim, x, ldx, z, ldz, w, 1e-6f, yc, ldy); clef_rmsnorm_gated(gpu, rows, dim, xd, ldx, zd, ldz, wd, 1e-6f, yd, ldy); break;
+    case 4: clef_layernorm(cpu, rows, dim, x, ldx, w, b, 1e-5f, yc, ldy); clef_layernorm(gpu, rows, dim, xd, ldx, wd, bd, 1e-5f, yd, ldy); break;
+    case 5:
+        clef_softmax(cpu, rows, dim, x, ldx);
+        clef_softmax(gpu, rows, dim, xd, ldx);
+        break;
+    }
+    float *outc = which == 5 ? x : yc;
+    int64_t ld = which == 5 ? ldx : ldy;
+    readback(yg, which == 5 ? xd : yd, which == 5 ? nx : ny);
+    float *a = malloc((size_t)(rows * dim) * 4), *bb = malloc((size_t)(rows * dim) * 4);
+    for (int64_t r = 0; r < rows; r++)
+        memcpy(a + r * dim, yg + r * ld, (size_t)dim * 4), memcpy(bb + r * dim, outc + r * ld, (size_t)dim * 4);
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%lld dim=%lld (strided)", (long long)rows, (long long)dim);
+    report(names[which], shape, rel_l2(a, bb, (size_t)(rows * dim)), 1e-5);
+    clef_backend_release(gpu, xd), clef_backend_release(gpu, zd), clef_backend_release(gpu, wd);
+    clef_backend_release(gpu, bd), clef_backend_release(gpu, yd);
+    free(x), free(z), free(w), free(b), free(yc), free(yg), free(a), free(bb);
+}
+
+static void test_conv(int64_t T, int64_t C, int64_t K, int with_prev) {
+    const int64_t ldx = C + 3, ldy = C + 1;
+    size_t nx = (size_t)(T * ldx), ny = (size_t)(T * ldy);
+    float *x = malloc(nx * 4), *w = malloc((size_t)(C * K) * 4), *prev = malloc((size_t)((K - 1) * C + 1) * 4);
+    float *yc = malloc(ny * 4), *yg = malloc(ny * 4);
+    fill_normal(x, nx, 1.0f), fill_normal(w, (size_t)(C * K), 0.5f), fill_normal(prev, (size_t)((K - 1) * C + 1), 1.0f);
+    memset(yc, 0, ny * 4);
+    clef_conv1d_causal_silu(cpu, T, C, K, x, ldx, w, with_prev ? prev : NULL, yc, ldy, NULL);
+    float *xd = to_gpu(gpu, x, nx * 4), *wd = to_gpu(gpu, w, (size_t)(C * K) * 4);
+    float *pd = to_gpu(gpu, prev, (size_t)((K - 1) * C + 1) * 4), *yd = to_gpu(gpu, yc, ny * 4);
+    float *zero = calloc(ny, 4);
+    clef_backend_write(gpu, yd, zero, ny * 4);
+    clef_conv1d_causal_silu(gpu, T, C, K, xd, ldx, wd, with_prev ? pd : NULL, yd, ldy, NULL);
+    readback(yg, yd, ny);
+    char shape[64];
+    snprintf(shape, sizeof shape, "T=%lld C=%lld K=%lld%s", (long long)T, (long long)C, (long long)K, with_prev ? " prev" : "");
+    report("conv1d_silu", shape, rel_l2(yg, yc, ny), 1e-5);
+    clef_backend_release(gpu, xd), clef_backend_release(gpu, wd), clef_backend_release(gpu, pd), clef_backend_release(gpu, yd);
+    free(x), free(w), free(prev), free(yc), free(yg), free(zero);
+}
+
+static void test_gates(int64_t T, int64_t H) {
+    const int64_t lda = H + 2, ldb = H + 5;
+    float *a = malloc((size_t)(T * lda) * 4), *b = malloc((size_t)(T * ldb) * 4), *al = malloc((size_t)H * 4), *dt = malloc((size_t)H * 4);
+    fill_normal(a, (size_t)(T * lda), 3.0f), fill_normal(b, (size_t)(T * ldb), 3.0f), fill_normal(al, (size_t)H, 1.0f), fill_normal(dt, (size_t)H, 1.0f);
+    a[0] = 30.0f; /* softplus threshold branch */
+    float *gc = malloc((size_t)(T * H) * 4), *bc = malloc((size_t)(T * H) * 4), *gg = malloc((size_t)(T * H) * 4), *bg = malloc((size_t)(T * H) * 4);
+    clef_gdn_gates(cpu, T, H, a, lda, b, ldb, al, dt, gc, bc);
+    float *ad = to_gpu(gpu, a, (size_t)(T * lda) * 4), *bd = to_gpu(gpu, b, (size_t)(T * ldb) * 4);
+    float *ald = to_gpu(gpu, al, (size_t)H * 4), *dtd = to_gpu(gpu, dt, (size_t)H * 4);
+    float *gd = gpu_poisoned((size_t)(T * H)), *btd = gpu_poisoned((size_t)(T * H));
+    clef_gdn_gates(gpu, T, H, ad, lda, bd, ldb, ald, dtd, gd, btd);
+    readback(gg, gd, (size_t)(T * H));
+    readback(bg, btd, (size_t)(T * H));
+    report("gdn_gates g", "T=333 H=12", rel_l2(gg, gc, (size_t)(T * H)), 1e-5);
+    report("gdn_gates beta", "T=333 H=12", rel_l2(bg, bc, (size_t)(T * H)), 1e-5);
+    clef_backend_release(gpu, ad), clef_backend_release(gpu, bd), clef_backend_release(gpu, ald);
+    clef_backend_release(gpu, dtd), clef_backend_release(gpu, gd), clef_backend_release(gpu, btd);
+    free(a), free(b), free(al), free(dt), free(gc), free(bc), free(gg), free(bg);
+}
+
+static void test_rope(int64_t T, int64_t rot, int interleaved) {
+    const int64_t sections[3] = {rot / 2 - 2 * (rot / 8), rot / 8, rot / 8};
+    int32_t *pos = malloc(sizeof(int32_t) * (size_t)(3 * T));
+    for (int64_t i = 0; i < 3 * T; i++)
+        pos[i] = (int32_t)(i < T ? i : rnd_uniform() * 5000);
+    size_t nt = (size_t)(T * rot);
+    float *cc = malloc(nt * 4), *sc = malloc(nt * 4), *cg = malloc(nt * 4), *sg = malloc(nt * 4);
+    clef_rope_table(cpu, T, pos, rot, 1e7, sections, interleaved, cc, sc);
+    int32_t *pd = to_gpu(gpu, pos, sizeof(int32_t) * (size_t)(3 * T));
+    float *cd = gpu_poisoned(nt), *sd = gpu_poisoned(nt);
+    clef_rope_table(gpu, T, pd, rot, 1e7, sections, interleaved, cd, sd);
+    readback(cg, cd, nt);
+    readback(sg, sd, nt);
+    char shape[64];
+    snprintf(shape, sizeof shape, "T=%lld rot=%lld%s", (long long)T, (long long)rot, interleaved ? " interleaved" : "");
+    report("rope_table cos", shape, rel_l2(cg, cc, nt), 1e-5);
+    report("rope_table sin", shape, rel_l2(sg, sc, nt), 1e-5);
+    /* apply to heads of 2*rot+4 dims at stride 3*rot (interleaved layout, gaps untouched) */
+    const int64_t nh = 3, hs = 3 * rot, ldx = nh * hs + 1;
+    size_t nx = (size_t)(T * ldx);
+    float *x = malloc(nx * 4), *xg = malloc(nx * 4);
+    fill_normal(x, nx, 1.0f);
+    float *xd = to_gpu(gpu, x, nx * 4);
+    clef_rope_apply(cpu, T, nh, x, ldx, hs, rot, cc, sc);
+    clef_rope_apply(gpu, T, nh, xd, ldx, hs, rot, cd, sd);
+    readback(xg, xd, nx);
+    report("rope_apply", shape, rel_l2(xg, x, nx), 1e-5);
+    clef_backend_release(gpu, pd), clef_backend_release(gpu, cd), clef_backend_release(gpu, sd), clef_backend_release(gpu, xd);
+    free(pos), free(cc), free(sc), free(cg), free(sg), free(x), free(xg);
+}
+
+static void test_attention(int64_t n_q, int64_t n_kv, int64_t Hq, int64_t Hkv, int64_t d, int causal) {
+    /* Qwen3.5 layout: q rows hold [query | gate] per head; k, v packed; o with a gap */
+    const int64_t ldq = Hq * 2 * d + 3, ldk = Hkv * d + 1, ldv = Hkv * d + 2, ldo = Hq * d + 5;
+    size_t nq = (size_t)(n_q * ldq), nk = (size_t)(n_kv * ldk), nv = (size_t)(n_kv * ldv), no = (size_t)(n_q * ldo);
+    float *q = malloc(nq * 4), *k = malloc(nk * 4), *v = malloc(nv * 4), *oc = malloc(no * 4), *og = malloc(no * 4);
+    fill_normal(q, nq, 1.0f), fill_normal(k, nk, 1.0f), fill_normal(v, nv, 1.0f);
+    memset(oc, 0, no * 4);
+    clef_attention_args a = {.n_q = n_q, .n_kv = n_kv, .n_q_heads = Hq, .n_kv_heads = Hkv, .head_dim = d,
+                             .q = q, .ldq = ldq, .q_head_stride = 2 * d, .k = k, .ldk = ldk, .k_head_stride = d,
+                             .v = v, .ldv = ldv, .v_head_stride = d, .o = oc, .ldo = ldo, .o_head_stride = d,
+                             .scale = 1.0f / sqrtf((float)d), .causal = causal};
+    size_t ws = clef_attention_workspace_size(cpu, &a);
+    void *scratch = malloc(ws ? ws : 1);
+    clef_attention(cpu, &a, scratch);
+    float *qd = to_gpu(gpu, q, nq * 4), *kd = to_gpu(gpu, k, nk * 4), *vd = to_gpu(gpu, v, nv * 4), *od = to_gpu(gpu, oc, no * 4);
+    float *zero = calloc(no, 4);
+    clef_backend_write(gpu, od, zero, no * 4);
+    clef_attention_args ag = a;
+    ag.q = qd, ag.k = kd, ag.v = vd, ag.o = od;
+    void *gs = clef_backend_alloc(gpu, clef_attention_workspace_size(gpu, &ag));
+    char shape[96];
+    snprintf(shape, sizeof shape, "q=%lld kv=%lld H=%lld/%lld d=%lld%s", (long long)n_q, (long long)n_kv, (long long)Hq,
+             (long long)Hkv, (long long)d, causal ? " causal" : "");
+    /* the fp32 kernel, then the default (tensor cores for d = 64/128/256: bf16 bound) */
+    for (int fp32 = 1; fp32 >= 0; fp32--) {
+        clef_backend_write(gpu, od, zero, no * 4);
+        clef_backend_cuda_set_attention_fp32(gpu, fp32);
+        clef_attention(gpu, &ag, gs);
+        readback(og, od, no);
+        int tc = !fp32 && (d == 64 || d == 128 || d == 256);
+        report(fp32 ? "attention fp32" : tc ? "attention tc" : "attention", shape, rel_l2(og, oc, no), tc ? 1e-2 : 1e-5);
+    }
+    clef_backend_release(gpu, qd), clef_backend_release(gpu, kd), clef_backend_release(gpu, vd);
+    clef_backend_release(gpu, od), clef_backend_release(gpu, gs);
+    free(q), free(k), free(v), free(oc), free(og), free(scratch), free(zero);
+}
+
+/* float64 recurrence of backend.h's definition (the reference nobody optimised) */
+static void gdn_reference(const clef_gdn_args *a, const float *state_in, double *o) {
+    const int64_t dk = a->dk, dv = a->dv, grp = a->n_v_heads / a->n_k_heads;
+    double *S = malloc(sizeof(double) * (size_t)(dk * dv)), *q = malloc(8 * (size_t)dk), *k = malloc(8 * (size_t)dk);
+    double *sk = malloc(8 * (size_t)dv);
+    for (int64_t h = 0; h < a->n_v_heads; h++) {
+        const int64_t kh = h / grp;
+        for (int64_t i = 0; i < dk * dv; i++)
+            S[i] = state_in ? state_in[h * dk * dv + i] : 0.0;
+        for (int64_t t = 0; t < a->T; t++) {
+            double nq = 0, nk = 0;
+            for (int64_t i = 0; i < dk; i++) {
+                q[i] = a->q[t * a->ldq + kh * dk + i], k[i] = a->k[t * a->ldk + kh * dk + i];
+                nq += q[i] * q[i], nk += k[i] * k[i];
+            }
+            for (int64_t i = 0; i < dk; i++) {
+                if (a->l2norm_qk)
+                    q[i] /= sqrt(nq + 1e-6), k[i] /= sqrt(nk + 1e-6);
+                q[i] /= sqrt((double)dk);
+            }
+            double eg = exp((double)a->g[t * a->n_v_heads + h]), beta = a->beta[t * a->n_v_heads + h];
+            for (int64_t j = 0; j < dv; j++) {
+                double s = 0;
+                for (int64_t i = 0; i < dk; i++)
+                    s += (S[i * dv + j] *= eg) * k[i];
+                sk[j] = beta * ((double)a->v[t * a->ldv + h * dv + j] - s);
+            }
+            for (int64_t i = 0; i < dk; i++)
+                for (int64_t j = 0; j < dv; j++)
+                    S[i * dv + j] += k[i] * sk[j];
+            for (int64_t j = 0; j < dv; j++) {
+                double s = 0;
+                for (int64_t i = 0; i < dk; i++)
+                    s += S[i * dv + j] * q[i];
+                o[t * a->ldo + h * dv + j] = s;
+            }
+        }
+    }
+    free(S), free(q), free(k), free(sk);
+}
+
+static void test_gdn(int64_t T, int64_t Hk, int64_t Hv, int64_t dk, int64_t dv, int with_state, int l2norm) {
+    const int64_t ldq = Hk * dk * 2 + Hv * dv + 1; /* q, k, v inside one conv output row */
+    size_t nqkv = (size_t)(T * ldq), nh = (size_t)(T * Hv), ns = (size_t)(Hv * dk * dv);
+    const int64_t ldo = Hv * dv + 3;
+    size_t no = (size_t)(T * ldo);
+    float *qkv = malloc(nqkv * 4), *g = malloc(nh * 4), *beta = malloc(nh * 4), *st = malloc(ns * 4), *st_c = malloc(ns * 4);
+    float *oc = malloc(no * 4), *og = malloc(no * 4), *st_g = malloc(ns * 4), *of = malloc(no * 4);
+    double *od = malloc(no * 8);
+    /* without the l2 norm inside the op, inputs of norm ~1 keep the recurrence stable */
+    fill_normal(qkv, nqkv, l2norm ? 1.0f : 1.0f / sqrtf((float)dk)), fill_normal(st, ns, 0.1f);
+    for (size_t i = 0; i < nh; i++)
+        g[i] = -(float)(rnd_uniform() * 0.5), beta[i] = (float)(0.05 + 0.9 * rnd_uniform());
+    memcpy(st_c, st, ns * 4);
+    memset(oc, 0, no * 4);
+    memset(od, 0, no * 8);
+    clef_gdn_args a = {.T = T, .n_k_heads = Hk, .n_v_heads = Hv, .dk = dk, .dv = dv, .q = qkv, .ldq = ldq,
+                       .k = qkv + Hk * dk, .ldk = ldq, .v = qkv + 2 * Hk * dk, .ldv = ldq, .g = g, .beta = beta,
+                       .state = with_state ? st_c : NULL, .o = oc, .ldo = ldo, .l2norm_qk = l2norm,
+                       .mode = CLEF_GDN_RECURRENT};
+    gdn_reference(&a, with_state ? st : NULL, od);
+    void *cs = malloc(clef_gdn_workspace_size(cpu, &a));
+    clef_gdn(cpu, &a, cs);
+    float *qd = to_gpu(gpu, qkv, nqkv * 4), *gd = to_gpu(gpu, g, nh * 4), *bd = to_gpu(gpu, beta, nh * 4);
+    float *sd = to_gpu(gpu, st, ns * 4), *o_d = gpu_poisoned(no);
+    float *zero = calloc(no, 4);
+    clef_backend_write(gpu, o_d, zero, no * 4);
+    clef_gdn_args ag = a;
+    ag.q = qd, ag.k = qd + Hk * dk, ag.v = qd + 2 * Hk * dk, ag.g = gd, ag.beta = bd, ag.state = with_state ? sd : NULL;
+    ag.o = o_d, ag.mode = CLEF_GDN_CHUNKED;
+    void *gs = clef_backend_alloc(gpu, clef_gdn_workspace_size(gpu, &ag));
+    clef_gdn(gpu, &ag, gs);
+    readback(og, o_d, no);
+    for (size_t i = 0; i < no; i++)
+        of[i] = (float)od[i];
+    char shape[96];
+    snprintf(shape, sizeof shape, "T=%lld H=%lld/%lld dk=%lld dv=%lld%s%s", (long long)T, (long long)Hk, (long long)Hv,
+             (long long)dk, (long long)dv, with_state ? " state" : "", l2norm ? "" : " no-l2");
+    report("gdn vs f64", shape, rel_l2(og, of, no), 1e-3);
+    report("gdn vs cpu", shape, rel_l2(og, oc, no), 1e-4);
+    if (with_state) {
+        readback(st_g, sd, ns);
+        report("gdn state out", shape, rel_l2(st_g, st_c, ns), 1e-4);
+    }
+    clef_backend_release(gpu, qd), clef_backend_release(gpu, gd), clef_backend_release(gpu, bd);
+    clef_backend_release(gpu, sd), clef_backend_release(gpu, o_d), clef_backend_release(gpu, gs);
+    free(qkv), free(g), free(beta), free(st), free(st_c), free(oc), free(og), free(st_g), free(of), free(od), free(cs), free(zero);
+}
+
+static void test_elementwise(int64_t n) {
+    float *x = malloc((size_t)n * 4), *u = malloc((size_t)n * 4), *yc = malloc((size_t)n * 4), *yg = malloc((size_t)n * 4);
+    fill_normal(x, (size_t)n, 4.0f), fill_normal(u, (size_t)n, 1.0f);
+    x[0] = 25.0f, x[1] = -30.0f;
+    float *xd = to_gpu(gpu, x, (size_t)n * 4), *ud = to_gpu(gpu, u, (size_t)n * 4), *yd = gpu_poisoned((size_t)n);
+    const char *names[] = {"unary silu", "unary gelu_erf", "unary gelu_tanh", "unary sigmoid", "unary softplus", "unary exp"};
+    for (int op = 0; op < CLEF_UNARY_COUNT; op++) {
+        clef_unary(cpu, (clef_unary_op)op, n, x, yc);
+        clef_unary(gpu, (clef_unary_op)op, n, xd, yd);
+        readback(yg, yd, (size_t)n);
+        report(names[op], "n=10007", rel_l2(yg, yc, (size_t)n), 1e-5);
+    }
+    clef_swiglu(cpu, n, x, u, yc);
+    clef_swiglu(gpu, n, xd, ud, yd);
+    readback(yg, yd, (size_t)n);
+    report("swiglu", "n=10007", rel_l2(yg, yc, (size_t)n), 1e-5);
+    clef_add(cpu, n, x, u, yc);
+    clef_add(gpu, n, xd, ud, yd);
+    readback(yg, yd, (size_t)n);
+    report("add", "n=10007", rel_l2(yg, yc, (size_t)n), 1e-5);
+    /* mul_sigmoid on rows of 37 at stride 41 (gate at stride 43) */
+    const int64_t rows = n / 43, cols = 37;
+    memcpy(yc, x, (size_t)n * 4);
+    clef_backend_write(gpu, yd, x, (size_t)n * 4);
+    clef_mul_sigmoid(cpu, rows, cols, yc, 41, u, 43);
+    clef_mul_sigmoid(gpu, rows, cols, yd, 41, ud, 43);
+    readback(yg, yd, (size_t)n);
+    report("mul_sigmoid", "rows=232 cols=37 ld=41/43", rel_l2(yg, yc, (size_t)n), 1e-5);
+    clef_backend_release(gpu, xd), clef_backend_release(gpu, ud), clef_backend_release(gpu, yd);
+    free(x), free(u), free(yc), free(yg);
+}
+
+/* The head ops (segment sums, row dots, segmented softmax, gathered adds, pair features,
+ * axpy): computed in the CPU's order in double (cuda_head_ops.cu), so held to 1e-6. */
+static void test_head_ops(void) {
+    const int64_t rows = 300, dim = 70, ld = 75;
+    size_t nx = (size_t)(rows * ld);
+    float *x = malloc(nx * 4), *x2 = malloc(nx * 4), *w = malloc((size_t)rows * 4);
+    fill_normal(x, nx, 1.0f), fill_normal(x2, nx, 1.0f);
+    for (int64_t i = 0; i < rows; i++)
+        w[i] = (float)rnd_uniform();
+    float *xd = to_gpu(gpu, x, nx * 4), *x2d = to_gpu(gpu, x2, nx * 4), *wd = to_gpu(gpu, w, (size_t)rows * 4);
+    /* segment_sum: means and weighted sums into rows of y, one accumulating */
+    clef_segment segs[4] = {{0, 0, 10, 10, 0}, {2, 10, 100, 90, 0}, {5, 100, 101, 1, 0}, {0 + 7, 150, 300, 150, 1}};
+    const int64_t ny = 8 * ld;
+    float *yc = malloc((size_t)ny * 4), *yg = malloc((size_t)ny * 4);
+    for (int weighted = 0; weighted < 2; weighted++) {
+        fill_normal(yc, (size_t)ny, 1.0f);
+        float *yd = to_gpu(gpu, yc, (size_t)ny * 4);
+        clef_segment *sd = to_gpu(gpu, segs, sizeof segs);
+        clef_segment_sum(cpu, 4, dim, segs, x, ld, weighted ? w : NULL, yc, ld);
+        clef_segment_sum(gpu, 4, dim, sd, xd, ld, weighted ? wd : NULL, yd, ld);
+        readback(yg, yd, (size_t)ny);
+        report("segment_sum", weighted ? "4 segments, row weights" : "4 segments, means", rel_l2(yg, yc, (size_t)ny), 1e-6);
+        clef_backend_release(gpu, yd), clef_backend_release(gpu, sd);
+    }
+    /* row_dot: cosine with gathered rows, plain dot */
+    int32_t ia[50], ib[50];
+    for (int i = 0; i < 50; i++)
+        ia[i] = (int32_t)(rnd_uniform() * rows), ib[i] = (int32_t)(rnd_uniform() * rows);
+    int32_t *iad = to_gpu(gpu, ia, sizeof ia), *ibd = to_gpu(gpu, ib, sizeof ib);
+    float oc[50], og[50];
+    float *od = gpu_poisoned(50);
+    clef_row_dot(cpu, 50, dim, x, ld, ia, x2, ld, ib, 2.0f, 1e-8f, oc);
+    clef_row_dot(gpu, 50, dim, xd, ld, iad, x2d, ld, ibd, 2.0f, 1e-8f, od);
+    readback(og, od, 50);
+    report("row_dot cosine", "n=50 dim=70 gathered", rel_l2(og, oc, 50), 1e-6);
+    clef_row_dot(cpu, 50, dim, x, ld, NULL, x2, ld, NULL, 0.5f, 0.0f, oc);
+    clef_row_dot(gpu, 50, dim, xd, ld, NULL, x2d, ld, NULL, 0.5f, 0.0f, od);
+    readback(og, od, 50);
+    report("row_dot", "n=50 dim=70", rel_l2(og, oc, 50), 1e-6);
+    /* segment_softmax over x's first 300 values in 5 segments (one empty) */
+    int32_t off[6] = {0, 7, 7, 100, 250, 300};
+    int32_t *offd = to_gpu(gpu, off, sizeof off);
+    float *sc = malloc(300 * 4), *sg = malloc(300 * 4);
+    float *sd2 = gpu_poisoned(300);
+    clef_segment_softmax(cpu, 5, off, x, sc);
+    clef_segment_softmax(gpu, 5, offd, xd, sd2);
+    readback(sg, sd2, 300);
+    report("segment_softmax", "5 segments of 300", rel_l2(sg, sc, 300), 1e-6);
+    /* add_rows with gathered v rows, in place; pair_features; axpy */
+    float *ac = malloc(nx * 4), *ag = malloc(nx * 4);
+    memcpy(ac, x, nx * 4);
+    float *ad = to_gpu(gpu, x, nx * 4);
+    int32_t idx[300];
+    for (int i = 0; i < 300; i++)
+        idx[i] = (int32_t)(rnd_uniform() * 50);
+    int32_t *idxd = to_gpu(gpu, idx, sizeof idx);
+    clef_add_rows(cpu, rows, dim, ac, ld, x2, ld, idx, ac, ld);
+    clef_add_rows(gpu, rows, dim, ad, ld, x2d, ld, idxd, ad, ld);
+    readback(ag, ad, nx);
+    report("add_rows", "300 x 70, gathered, in place", rel_l2(ag, ac, nx), 1e-6);
+    const int64_t ldf = 4 * dim + 3;
+    size_t nf = (size_t)(rows * ldf);
+    float *fc = calloc(nf, 4), *fg = malloc(nf * 4);
+    float *fd = to_gpu(gpu, fc, nf * 4);
+    clef_pair_features(cpu, rows, dim, x2, ld, idx, x, ld, fc, ldf);
+    clef_pair_features(gpu, rows, dim, x2d, ld, idxd, xd, ld, fd, ldf);
+    readback(fg, fd, nf);
+    report("pair_features", "300 x 4*70", rel_l2(fg, fc, nf), 1e-6);
+    memcpy(ac, x, nx * 4);
+    clef_backend_write(gpu, ad, x, nx * 4);
+    clef_axpy(cpu, (int64_t)nx, 0.37f, x2, ac);
+    clef_axpy(gpu, (int64_t)nx, 0.37f, x2d, ad);
+    readback(ag, ad, nx);
+    report("axpy", "n=22500", rel_l2(ag, ac, nx), 1e-6);
+    clef_backend_release(gpu, xd), clef_backend_release(gpu, x2d), clef_backend_release(gpu, wd);
+    clef_backend_release(gpu, iad), clef_backend_release(gpu, ibd), clef_backend_release(gpu, od);
+    clef_backend_release(gpu, offd), clef_backend_release(gpu, sd2), clef_backend_release(gpu, ad);
+    clef_backend_release(gpu, idxd), clef_backend_release(gpu, fd);
+    free(x), free(x2), free(w), free(yc), free(yg), free(sc), free(sg), free(ac), free(ag), free(fc), free(fg);
+}
+
+int main(void) {
+    if (clef_backend_cuda_device_count() == 0) {
+        printf("SKIPPED: no CUDA device\n");
+        return GPU_TEST_SKIPPED;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress survives a timeout */
+    clef_backend_params p = clef_backend_default_params();
+    if (clef_backend_cpu_create(&p, &cpu) != CLEF_OK || clef_backend_cuda_create(0, &gpu) != CLEF_OK) {
+        fprintf(stderr, "backend creation failed: %s\n", clef_last_error());
+        return 1;
+    }
+    test_matmul(1, 64, 48, 1, 0, 0);
+    test_matmul(37, 200, 129, 1, 1, 1);
+    test_matmul(300, 1024, 768, 1, 0, 1);
+    test_matmul(1, 33, 17, 0, 1, 0);
+    test_matmul(45, 130, 70, 0, 0, 1);
+    test_get_rows();
+    for (int which = 0; which < 6; which++) {
+        test_rows(which, 1, 5);
+        test_rows(which, 333, 256);
+        test_rows(which, 17, 1000);
+    }
+    test_conv(1, 40, 4, 0);
+    test_conv(130, 97, 4, 1);
+    test_conv(77, 31, 3, 0);
+    test_gates(333, 12);
+    test_rope(300, 64, 1);
+    test_rope(19, 24, 0);
+    test_attention(1, 1, 2, 1, 256, 1);
+    test_attention(150, 150, 8, 2, 256, 1);
+    test_attention(70, 70, 4, 4, 24, 1);
+    test_attention(5, 90, 3, 1, 64, 0);
+    test_attention(40, 100, 4, 2, 128, 1);
+    test_attention(700, 700, 4, 1, 256, 1);
+    test_attention(1000, 1000, 2, 1, 64, 1);
+    test_attention(333, 1200, 3, 3, 256, 1);
+    test_gdn(1, 2, 4, 128, 128, 0, 1);
+    test_gdn(65, 1, 2, 24, 20, 1, 1);
+    test_gdn(300, 2, 4, 128, 128, 1, 1);
+    test_gdn(129, 1, 1, 100, 36, 0, 0);
+    test_gdn(2048, 1, 2, 128, 128, 0, 1);
+    test_gdn(8192, 1, 1, 128, 128, 1, 1);
+    test_elementwise(10007);
+    test_head_ops();
+    clef_backend_free(gpu);
+    clef_backend_free(cpu);
+    return test_summary();
+}
