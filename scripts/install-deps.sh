@@ -11,6 +11,8 @@ APT_PACKAGES=(
   libutf8proc-dev   # NFC normalization
   libssl-dev        # SHA-256 (libcrypto) for complete.json --verify
   clang             # libFuzzer builds (fuzz/), optional for the main build
+  libmicrohttpd-dev # the HTTP server of `clef serve` (src/server)
+  wrk               # bench/serve: the loopback load test of `clef serve`
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
