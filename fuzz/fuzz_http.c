@@ -1,6 +1,6 @@
 /*
  * fuzz_http.c — libFuzzer target for the HTTP request path of `clef serve`: the input is the
- * raw bytes a client sends. The first input starts the real server (src/server/server.h) on
+ * raw bytes a client sends. The first input starts the real server (include/clef_server.h) on
  * 127.0.0.1 with the demo release and a token; every input is written to a fresh loopback
  * connection, the write side is shut, and every response read back is checked:
  *   - no 5xx (bad input is a 4xx; 505 for an unsupported HTTP version is libmicrohttpd's own
@@ -13,7 +13,7 @@
 #include "clef.h"
 #include "core/error.h"
 #include "json/json.h"
-#include "server/server.h"
+#include "clef_server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

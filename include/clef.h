@@ -53,6 +53,8 @@ typedef enum clef_status {
     CLEF_ERR_IO = -3,               /* a read, open or map failed (errno text in the message) */
     CLEF_ERR_UNSUPPORTED = -4,      /* a valid input this build does not implement */
     CLEF_ERR_INTERNAL = -5,         /* a bug: please report with the message */
+    CLEF_ERR_NOT_REGULAR = -6,      /* a file is a FIFO, device, directory or socket: refused
+                                       at open, nothing read from it */
 
     /* release files: safetensors */
     CLEF_ERR_FILE_MISSING = -100,       /* a required release file does not exist */
@@ -68,7 +70,9 @@ typedef enum clef_status {
     /* release files: index and layout */
     CLEF_ERR_INDEX_JSON = -110,         /* model.safetensors.index.json is not valid */
     CLEF_ERR_SHARD_MISSING = -111,      /* a shard named by the index does not exist */
-    CLEF_ERR_SHARD_PATH = -112,         /* a shard path escapes the release (.., absolute, symlink out) */
+    CLEF_ERR_SHARD_PATH = -112,         /* a release file's path escapes the release (.., absolute,
+                                           symlink out): shards, configs, tokenizer files,
+                                           complete.json and the files it lists */
     CLEF_ERR_INDEX_TENSOR_ABSENT = -113,/* the index maps a tensor to a shard that lacks it */
     CLEF_ERR_INDEX_UNLISTED = -114,     /* a shard holds a tensor the index does not list */
     CLEF_ERR_INDEX_TOTAL_SIZE = -115,   /* metadata.total_size != sum of tensor bytes */
@@ -81,6 +85,7 @@ typedef enum clef_status {
     CLEF_ERR_TENSOR_DTYPE = -125,       /* a tensor's dtype is not allowed for its role */
     CLEF_ERR_SCALE_INVALID = -126,      /* a quantization scale is NaN, Inf, zero or negative */
     CLEF_ERR_QUANT_CONFIG = -127,       /* quantization metadata missing or inconsistent */
+    CLEF_ERR_TENSOR_VALUES = -128,      /* a weight holds NaN or Inf (the message names it) */
     /* release files: complete.json manifest */
     CLEF_ERR_MANIFEST_JSON = -130,      /* complete.json not valid or wrong shape */
     CLEF_ERR_MANIFEST_SIZE = -131,      /* a file's size differs from complete.json */
@@ -164,7 +169,7 @@ typedef struct clef_model_params {
     int32_t n_threads;       /* CPU threads for the forward; 0 = all available */
     int32_t max_length;      /* tokens per record, prompt included; 0 = 16384 (the reference
                                 default). Sizes the workspace. */
-    int32_t max_questions;   /* questions per record; 0 = 64 (api.md) */
+    int32_t max_questions;   /* questions per record; 0 = 64 (docs/encoding.md) */
     int32_t max_options;     /* options per record, all questions together; 0 = 16320
                                 (64 questions x 255 options). Sizes the head's workspace. */
     clef_truncation truncation; /* default CLEF_TRUNCATION_TRUNCATE */
@@ -191,7 +196,7 @@ int32_t clef_model_max_length(const clef_model *model); /* tokens per record */
 uint64_t clef_model_weight_bytes(const clef_model *model);    /* weights held in memory */
 uint64_t clef_model_workspace_bytes(const clef_model *model); /* workspace planned at load */
 
-/* Decide one request. request_json[0..len) is a SystemOne body or a record (spec/api.md):
+/* Decide one request. request_json[0..len) is a SystemOne body or a record (docs/encoding.md):
  * {"model"?, "id"?, "state", "questions", "images"?, "videos"?}; a missing "model" is
  * answered with clef_model_name(). On success *response_json is the SystemOne response body
  * {"model","answers","usage"} as Python's json.dumps would write it (NUL-terminated, owned by
@@ -233,6 +238,26 @@ typedef struct clef_result {
 int clef_model_decide_result(clef_model *model, const char *request_json, size_t len,
                              clef_result **out);
 void clef_result_free(clef_result *result); /* accepts NULL */
+
+/* ==== checking input without a model ===========================================================
+ *
+ * Validate a request before anything is loaded, so that a bad record costs milliseconds rather
+ * than a release load: `clef run` calls clef_request_check before clef_model_load.
+ */
+
+/* Parse and validate request_json[0..len) as a record (the body clef_model_decide takes)
+ * with the default limits (64 questions, ids of at most 100 characters, 2-255 choice
+ * options, 2-10 score levels, JSON nesting depth 64; docs/encoding.md). Reads no file and
+ * needs no model. Returns CLEF_OK, or CLEF_ERR_REQUEST_JSON / CLEF_ERR_REQUEST_INVALID /
+ * CLEF_ERR_REQUEST_TOO_LONG (body over 13 MiB) / CLEF_ERR_OUT_OF_MEMORY with the field named
+ * in clef_last_error(). A record that passes can still be refused by a model: for its
+ * length in tokens, or by a model loaded with a smaller max_questions. */
+int clef_request_check(const char *request_json, size_t len);
+
+/* CLEF_OK if text[0..len) is exactly one JSON value under the engine's parser (Python's
+ * json.loads rules, nesting depth at most 64), else CLEF_ERR_REQUEST_JSON with the line,
+ * column and byte of the problem in clef_last_error(). */
+int clef_json_check(const char *text, size_t len);
 
 /* Free a string returned by libclef. Accepts NULL. */
 void clef_string_free(char *s);

@@ -8,7 +8,6 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 APT_PACKAGES=(
   build-essential cmake pkg-config git python3 python3-venv
   libpcre2-dev      # tokenizer pre-tokenizer regex (PCRE2 with JIT)
-  libutf8proc-dev   # NFC normalization
   libssl-dev        # SHA-256 (libcrypto) for complete.json --verify
   clang             # libFuzzer builds (fuzz/), optional for the main build
   libmicrohttpd-dev # the HTTP server of `clef serve` (src/server)

@@ -119,10 +119,14 @@ int main(int argc, char **argv) {
     clef_head_limits lim = {.max_tokens = rec.n_tokens, .max_questions = rec.n_questions,
                             .max_options = n_options};
     float *hidden = NULL;
-    if (clef_backend_cpu_create(&bp, &be) ||
+    void *staged = malloc((size_t)hidden_t->n_bytes); /* the host never writes backend memory */
+    if (!staged || clef_backend_cpu_create(&bp, &be) ||
         clef_joint_head_load(be, &cfg, &src, &lim, &head) ||
         !(hidden = clef_backend_alloc(be, (size_t)hidden_t->n_bytes)) ||
-        src.read(src.ctx, hidden_t, hidden) || src.read(src.ctx, ids_t, rec.ids)) {
+        src.read(src.ctx, hidden_t, staged) ||
+        clef_backend_write(be, hidden, staged, (size_t)hidden_t->n_bytes) ||
+        (free(staged), staged = NULL, 0) ||
+        src.read(src.ctx, ids_t, rec.ids)) {
         fprintf(stderr, "bench_head: %s\n", clef_last_error());
         return 1;
     }
@@ -157,6 +161,7 @@ int main(int argc, char **argv) {
     free(probs);
     free(lm_src.row);
     clef_backend_release(be, hidden);
+    free(staged);
     clef_joint_head_free(head);
     clef_backend_free(be);
     json_doc_free(cfg_doc);

@@ -25,7 +25,7 @@ committed files small.
 
 Configs: (a) the 3:1 layer pattern at small width; (b) the real per-head shapes (attention
 head_dim 256, 64 rotary dims, GQA 6:1; GDN dk = dv = 128, Hv/Hk = 3); (c) odd sizes (Hv/Hk = 2,
-F32 weights, odd widths, lengths not multiples of 64).
+F32 weights, odd widths, lengths not multiples of 64); (d) a release stored in F16.
 
 Usage: python3 scripts/backbone/make_fixtures.py [--out tests/backbone/fixtures] [--only a_pattern,c_odd]
 Requirements: pip install -r scripts/requirements.txt; the reference head file is located by
@@ -72,6 +72,14 @@ CONFIGS = {
                   num_attention_heads=3, num_key_value_heads=1, head_dim=64,
                   linear_num_key_heads=3, linear_num_value_heads=6, linear_key_head_dim=24,
                   linear_value_head_dim=24, rope_parameters=dict(ROPE, mrope_section=[3, 3, 2]))),
+    # (d) an F16 release: every matrix, embedding and norm stored as IEEE half (A_log and the
+    # GDN norm F32 as published); the oracle runs fp32 on the F16-rounded weights
+    "d_f16": dict(
+        dtype="float16", seed=4, lengths=[1, 40, 300, 1100],
+        text=dict(vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=4,
+                  num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+                  linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16,
+                  linear_value_head_dim=16, rope_parameters=dict(ROPE, mrope_section=[2, 1, 1]))),
 }
 
 FULL_ROWS_UP_TO = 130   # records up to this length store every row

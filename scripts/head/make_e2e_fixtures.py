@@ -3,7 +3,7 @@
 
 Runs the release's reference path — encode_record() + the transformers Qwen3.5 backbone +
 JointSchemaHead, i.e. the reference ClefModel and systemone() of joint_schema_model.py — over a
-set of records on two tiny releases with a tokenizer, and writes one fixture per release:
+set of records on three tiny releases with a tokenizer, and writes one fixture per release:
 
   tests/model/fixtures/e2e.json          the committed demo release demo/clef-demo (made by
                                          scripts/demo/make_demo.py: hidden 128, a 4-head head)
@@ -11,6 +11,10 @@ set of records on two tiny releases with a tokenizer, and writes one fixture per
                                          scripts/fixtures/make_release.py: hidden 64, BF16
                                          split into several shards + index, every norm and head
                                          scalar randomised, the demo's tokenizer
+  tests/model/fixtures/e2e_f16.json      tests/model/fixtures/tiny-f16: the same kind of release
+                                         stored in F16 (backbone and head; A_log and the GDN
+                                         norm F32 as published), one shard; the oracle runs on
+                                         the F16 weights
 
   {"release": "<dir>", "max_length": N,
    "records": [{"name", "request",            the request body decide() receives
@@ -30,7 +34,7 @@ The records cover: the demo record; one noul question on a tiny state; ten quest
 type with non-ASCII text, nested state and explicit/absent/empty instructions; a choice with 40
 options and a 10-level score; and a state long enough to be cut to max_length (truncation).
 
-Usage: python3 scripts/head/make_e2e_fixtures.py [--only demo|sharded]
+Usage: python3 scripts/head/make_e2e_fixtures.py [--only demo|sharded|f16]
 (pip install -r scripts/requirements.txt)
 """
 
@@ -98,20 +102,22 @@ def floats(t: torch.Tensor) -> list[float]:
 
 
 SHARDED = "tests/model/fixtures/tiny-sharded"
+F16 = "tests/model/fixtures/tiny-f16"
 
 
-def make_sharded_release() -> None:
+def make_sharded_release(release_rel: str = SHARDED, dtype: str = "bfloat16", seed: int = 11,
+                         max_shard_size: str | None = "300KB") -> None:
     import shutil
     sys.path.insert(0, str(ROOT / "scripts" / "fixtures"))
     from make_release import write_release
 
-    out = ROOT / SHARDED
+    out = ROOT / release_rel
     if out.exists():
         shutil.rmtree(out)
     demo = ROOT / "demo" / "clef-demo"
     vocab = json.loads((demo / "config.json").read_text())["text_config"]["vocab_size"]
-    write_release(out, text_config={"vocab_size": vocab}, seed=11, randomize_norms=True,
-                  max_shard_size="300KB", tokenizer_dir=demo)
+    write_release(out, text_config={"vocab_size": vocab}, seed=seed, randomize_norms=True,
+                  max_shard_size=max_shard_size, tokenizer_dir=demo, dtype=dtype)
     # the demo tokenizer's media token ids, as make_demo.py sets them
     config = json.loads((out / "config.json").read_text())
     for key in ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id"):
@@ -121,13 +127,16 @@ def make_sharded_release() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=["demo", "sharded"], help="one fixture (default: both)")
+    ap.add_argument("--only", choices=["demo", "sharded", "f16"], help="one fixture (default: all)")
     args = ap.parse_args()
-    if args.only != "sharded":
+    if args.only in (None, "demo"):
         write_fixture("demo/clef-demo", ROOT / "tests" / "model" / "fixtures" / "e2e.json")
-    if args.only != "demo":
+    if args.only in (None, "sharded"):
         make_sharded_release()
         write_fixture(SHARDED, ROOT / "tests" / "model" / "fixtures" / "e2e_sharded.json")
+    if args.only in (None, "f16"):
+        make_sharded_release(F16, dtype="float16", seed=12, max_shard_size=None)
+        write_fixture(F16, ROOT / "tests" / "model" / "fixtures" / "e2e_f16.json")
 
 
 def write_fixture(release_rel: str, out_path: Path) -> None:

@@ -7,22 +7,6 @@
 
 #include "core/error.h"
 
-const char *clef_wtype_name(clef_wtype t) {
-    switch (t) {
-    case CLEF_WTYPE_F32: return "F32";
-    case CLEF_WTYPE_BF16: return "BF16";
-    default: return "?";
-    }
-}
-
-size_t clef_wtype_size(clef_wtype t) {
-    switch (t) {
-    case CLEF_WTYPE_F32: return 4;
-    case CLEF_WTYPE_BF16: return 2;
-    default: return 0;
-    }
-}
-
 clef_backend_params clef_backend_default_params(void) {
     clef_backend_params p = {0};
     return p;
@@ -50,20 +34,70 @@ int clef_backend_read(clef_backend *be, void *host_dst, const void *src, size_t 
 
 int clef_backend_synchronize(clef_backend *be) { return be->ops->synchronize(be); }
 
+int clef_backend_supports_format(clef_backend *be, clef_wtype t) {
+    if (!clef_wtype_get_traits(t))
+        return 0;
+    if (be->ops->supports_format)
+        return be->ops->supports_format(be, t);
+    return t == CLEF_WTYPE_F32 || t == CLEF_WTYPE_BF16;
+}
+
+/* A matrix every op may be handed: a known type, its descriptor iff quantized, whole blocks. */
+static void check_matrix(const clef_matrix *w) {
+    CLEF_ASSERT(w && w->data);
+    const clef_wtype_traits *tr = clef_wtype_get_traits(w->type);
+    CLEF_ASSERT(tr && (tr->is_quantized ? w->quant != NULL : w->quant == NULL));
+    CLEF_ASSERT(w->rows > 0 && w->cols > 0 && w->ld >= w->cols && w->quant_row0 >= 0);
+    CLEF_ASSERT(w->ld % tr->block_size == 0);
+}
+
+size_t clef_backend_prepared_size(clef_backend *be, const clef_matrix *w) {
+    check_matrix(w);
+    return be->ops->prepared_size ? be->ops->prepared_size(be, w) : 0;
+}
+
+int clef_backend_prepare_matrix(clef_backend *be, const clef_matrix *w, void *dst,
+                                clef_matrix *out) {
+    check_matrix(w);
+    CLEF_ASSERT(be->ops->prepare_matrix && dst && out);
+    int st = be->ops->prepare_matrix(be, w, dst, out);
+    if (st == CLEF_OK) {
+        check_matrix(out);
+        CLEF_ASSERT(out->rows == w->rows && out->cols == w->cols);
+    }
+    return st;
+}
+
+static void check_matmul(int64_t T, int64_t ldx, const clef_matrix *w, int64_t ldy) {
+    check_matrix(w);
+    CLEF_ASSERT(T >= 0 && ldx >= w->cols && ldy >= w->rows);
+}
+
 void clef_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
                  const float *bias, float *y, int64_t ldy, int accumulate) {
-    CLEF_ASSERT(w && w->data && w->type >= 0 && w->type < CLEF_WTYPE_COUNT);
-    CLEF_ASSERT(w->rows > 0 && w->cols > 0 && w->ld >= w->cols);
-    CLEF_ASSERT(T >= 0 && ldx >= w->cols && ldy >= w->rows);
+    clef_matmul_scratch(be, T, x, ldx, w, bias, y, ldy, accumulate, NULL);
+}
+
+void clef_matmul_scratch(clef_backend *be, int64_t T, const float *x, int64_t ldx,
+                         const clef_matrix *w, const float *bias, float *y, int64_t ldy,
+                         int accumulate, void *scratch) {
+    check_matmul(T, ldx, w, ldy);
     if (T == 0)
         return;
     CLEF_ASSERT(x && y);
-    be->ops->matmul(be, T, x, ldx, w, bias, y, ldy, accumulate);
+    be->ops->matmul(be, T, x, ldx, w, bias, y, ldy, accumulate, scratch);
+}
+
+size_t clef_matmul_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w) {
+    CLEF_ASSERT(T >= 0);
+    check_matrix(w);
+    return be->ops->matmul_workspace_size ? be->ops->matmul_workspace_size(be, T, w) : 0;
 }
 
 void clef_get_rows(clef_backend *be, const clef_matrix *e, int64_t n, const int32_t *ids,
                    float *y, int64_t ldy) {
-    CLEF_ASSERT(e && e->data && n >= 0 && ldy >= e->cols);
+    check_matrix(e);
+    CLEF_ASSERT(n >= 0 && ldy >= e->cols);
     if (n == 0)
         return;
     CLEF_ASSERT(ids && y);
@@ -226,4 +260,63 @@ void clef_add(clef_backend *be, int64_t n, const float *a, const float *b, float
         return;
     CLEF_ASSERT(a && b && y);
     be->ops->add(be, n, a, b, y);
+}
+
+/* ---- head ops ---------------------------------------------------------------------------- */
+
+void clef_segment_sum(clef_backend *be, int64_t n_seg, int64_t dim, const clef_segment *segs,
+                      const float *x, int64_t ldx, const float *row_weight, float *y,
+                      int64_t ldy) {
+    CLEF_ASSERT(n_seg >= 0 && dim > 0 && ldx >= dim && ldy >= dim);
+    if (n_seg == 0)
+        return;
+    CLEF_ASSERT(segs && x && y);
+    be->ops->segment_sum(be, n_seg, dim, segs, x, ldx, row_weight, y, ldy);
+}
+
+void clef_row_dot(clef_backend *be, int64_t n, int64_t dim, const float *a, int64_t lda,
+                  const int32_t *ia, const float *b, int64_t ldb, const int32_t *ib, float scale,
+                  float eps, float *out) {
+    CLEF_ASSERT(n >= 0 && dim > 0 && lda >= dim && ldb >= dim && eps >= 0.0f);
+    if (n == 0)
+        return;
+    CLEF_ASSERT(a && b && out);
+    be->ops->row_dot(be, n, dim, a, lda, ia, b, ldb, ib, scale, eps, out);
+}
+
+void clef_segment_softmax(clef_backend *be, int64_t n_seg, const int32_t *offsets,
+                          const float *x, float *y) {
+    CLEF_ASSERT(n_seg >= 0);
+    if (n_seg == 0)
+        return;
+    CLEF_ASSERT(offsets && x && y);
+    be->ops->segment_softmax(be, n_seg, offsets, x, y);
+}
+
+void clef_add_rows(clef_backend *be, int64_t rows, int64_t cols, const float *x, int64_t ldx,
+                   const float *v, int64_t ldv, const int32_t *idx, float *y, int64_t ldy) {
+    CLEF_ASSERT(rows >= 0 && cols > 0 && ldx >= cols && ldy >= cols && ldv >= 0);
+    CLEF_ASSERT(!idx || ldv >= cols);
+    if (rows == 0)
+        return;
+    CLEF_ASSERT(x && v && y && (x != y || ldx == ldy));
+    be->ops->add_rows(be, rows, cols, x, ldx, v, ldv, idx, y, ldy);
+}
+
+void clef_pair_features(clef_backend *be, int64_t rows, int64_t dim, const float *f,
+                        int64_t ldf, const int32_t *idx, const float *o, int64_t ldo,
+                        float *feat, int64_t ldfeat) {
+    CLEF_ASSERT(rows >= 0 && dim > 0 && ldf >= dim && ldo >= dim && ldfeat >= 4 * dim);
+    if (rows == 0)
+        return;
+    CLEF_ASSERT(f && idx && o && feat);
+    be->ops->pair_features(be, rows, dim, f, ldf, idx, o, ldo, feat, ldfeat);
+}
+
+void clef_axpy(clef_backend *be, int64_t n, float alpha, const float *x, float *y) {
+    CLEF_ASSERT(n >= 0);
+    if (n == 0)
+        return;
+    CLEF_ASSERT(x && y);
+    be->ops->axpy(be, n, alpha, x, y);
 }

@@ -11,8 +11,11 @@
  *    token (or one token-head). Wherever an op reads or writes a slice of a wider buffer it
  *    takes a leading dimension `ld*` = elements between consecutive rows, so the model can
  *    address q/k/v inside one projection output without copies.
- *  - Weights are typed matrices (clef_matrix) [rows = out, cols = in], like torch.nn.Linear:
- *    y = x W^T. BF16 and F32 now; NF4, FP8 and INT8-ConvRot add types (and use `aux`) later.
+ *  - Weights are typed matrices (clef_matrix, weight_format.h) [rows = out, cols = in], like
+ *    torch.nn.Linear: y = x W^T, in any format of the traits table with its typed quantization
+ *    descriptor. A backend says which formats it runs (supports_format); the loader refuses
+ *    the others by tensor name. Weights are placed once, then handed to the backend's
+ *    prepare step (prepare_matrix: pre-pack, widen, upload layout) before the first forward.
  *    An F32 clef_matrix may also wrap an activation buffer (e.g. K in attention scores).
  *  - Ops never allocate. Ops that need scratch memory say how much with a *_workspace_size
  *    query; the caller plans it at load time and passes it in.
@@ -27,28 +30,10 @@
 #ifndef CLEF_BACKEND_BACKEND_H
 #define CLEF_BACKEND_BACKEND_H
 
+#include "backend/weight_format.h"
+
 #include <stddef.h>
 #include <stdint.h>
-
-/* ---- typed weight matrices --------------------------------------------------------------- */
-
-typedef enum clef_wtype {
-    CLEF_WTYPE_F32 = 0,  /* float, row-major */
-    CLEF_WTYPE_BF16 = 1, /* uint16 bfloat16 bits, row-major; converted to fp32 on the fly */
-    CLEF_WTYPE_COUNT
-} clef_wtype;
-
-const char *clef_wtype_name(clef_wtype t); /* "F32", "BF16" */
-size_t clef_wtype_size(clef_wtype t);      /* bytes per element */
-
-typedef struct clef_matrix {
-    clef_wtype type;
-    int64_t rows;     /* out features (N) */
-    int64_t cols;     /* in features (K) */
-    int64_t ld;       /* elements between consecutive rows (>= cols; == cols for weights) */
-    const void *data; /* rows x ld elements of `type`, in backend memory */
-    const void *aux;  /* format companions (scales, code tables) for quantized types; NULL now */
-} clef_matrix;
 
 /* ---- argument blocks of the larger ops ---------------------------------------------------- */
 
@@ -102,6 +87,15 @@ typedef enum clef_unary_op {
     CLEF_UNARY_COUNT
 } clef_unary_op;
 
+/* One segment of clef_segment_sum (see segment_sum in the op table). */
+typedef struct clef_segment {
+    int32_t dst;        /* output row */
+    int32_t begin, end; /* rows [begin, end) of x; begin <= end */
+    int32_t count;      /* divisor of a mean (> 0; the whole segment's rows when its rows
+                         * arrive in several calls); unused with row weights */
+    int32_t accumulate; /* 1: add into y[dst]; 0: overwrite y[dst] */
+} clef_segment;
+
 /* ---- the op table ------------------------------------------------------------------------- */
 
 typedef struct clef_backend clef_backend;
@@ -113,15 +107,36 @@ typedef struct clef_backend_ops {
     /* memory (backend buffers hold weights and activations) */
     void *(*alloc)(clef_backend *be, size_t bytes);          /* NULL on failure; 64-byte aligned */
     void (*release)(clef_backend *be, void *buf);            /* accepts NULL */
+    /* write: returns when host_src may be reused; ordered with the ops of this backend (an
+     * op queued before it sees the old bytes, one queued after it the new). read: call
+     * synchronize first; the only way results come back to the host. Model code never
+     * dereferences backend memory (clef_backend_params.guard_host_access catches it). */
     int (*write)(clef_backend *be, void *dst, const void *host_src, size_t bytes);
     int (*read)(clef_backend *be, void *host_dst, const void *src, size_t bytes);
     int (*synchronize)(clef_backend *be);
 
+    /* Weight formats. supports_format: 1 if matmul and get_rows run matrices of type t (as
+     * they are after prepare_matrix). NULL: F32 and BF16 only. */
+    int (*supports_format)(clef_backend *be, clef_wtype t);
+
+    /* The prepare step of a weight matrix, once at load (optional: NULL prepared_size = the
+     * stored form is what matmul runs). prepared_size: bytes of backend memory the prepared
+     * form of w needs, 0 = none (w runs as stored). prepare_matrix: build it in dst (that
+     * many bytes, allocated by the caller, 64-byte aligned) from w (stored form, backend
+     * memory) and describe it in *out (type, data, packed, ... pointing into dst; quant and
+     * quant_row0 kept). w's memory may be released by the caller afterwards. Returns a
+     * clef_status. */
+    size_t (*prepared_size)(clef_backend *be, const clef_matrix *w);
+    int (*prepare_matrix)(clef_backend *be, const clef_matrix *w, void *dst, clef_matrix *out);
+
     /* y[t, :] (+)= x[t, :] W^T (+ bias), t < T. x [T, W.cols], y [T, W.rows]; bias [W.rows] or
      * NULL; accumulate: add into y instead of overwriting. Row t of y depends only on row t
-     * of x (results are identical whatever else is in the batch). */
+     * of x (results are identical whatever else is in the batch). scratch: at least
+     * matmul_workspace_size(be, T_max >= T, w) bytes planned by the caller, or NULL to use
+     * the backend handle's own scratch (allocated at create; one op at a time per handle). */
     void (*matmul)(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
-                   const float *bias, float *y, int64_t ldy, int accumulate);
+                   const float *bias, float *y, int64_t ldy, int accumulate, void *scratch);
+    size_t (*matmul_workspace_size)(clef_backend *be, int64_t T, const clef_matrix *w);
 
     /* y[t, :] = E[ids[t], :] as fp32 (embedding lookup); ids in backend memory. */
     void (*get_rows)(clef_backend *be, const clef_matrix *e, int64_t n, const int32_t *ids,
@@ -195,19 +210,75 @@ typedef struct clef_backend_ops {
 
     /* y = a + b elementwise over n contiguous floats. y may alias a or b. */
     void (*add)(clef_backend *be, int64_t n, const float *a, const float *b, float *y);
+
+    /* ==== head ops: the reductions of the joint schema head (src/model/joint_head.c) ======
+     * The head computes nothing on the host; what used to be host loops over backend memory
+     * are the ops below. Index arrays (segments, row indices, offsets) live in backend memory
+     * like every other operand: the model stages them with clef_backend_write. Every
+     * reduction accumulates in double and rounds to fp32 once, so the result does not depend
+     * on the thread count or on how the backend splits the work. */
+
+    /* Segment sums of rows: for each s < n_seg, with g = segs[s], in double,
+     *   acc = sum over rows r in [g.begin, g.end) of row_weight[r] * x[r, :dim]   (weights)
+     *   acc = (sum over rows r in [g.begin, g.end) of x[r, :dim]) / g.count   (row_weight NULL)
+     *   y[g.dst, :] = (g.accumulate ? y[g.dst, :] : 0) + (float)acc.
+     * Covers span means (row_weight NULL, count = span length), a mean whose rows arrive in
+     * several pieces (later pieces with accumulate = 1) and attention-style weighted sums
+     * (row_weight = softmax weights). No two segments of one call may share a dst. */
+    void (*segment_sum)(clef_backend *be, int64_t n_seg, int64_t dim, const clef_segment *segs,
+                        const float *x, int64_t ldx, const float *row_weight, float *y,
+                        int64_t ldy);
+
+    /* Row dot products, for i < n (ia, ib NULL: row i):
+     *   out[i] = scale * <a[ia[i], :dim], b[ib[i], :dim]> / (max(|a_i|, eps) * max(|b_i|, eps))
+     * with eps > 0 (cosine similarity, or the dot of two F.normalize'd rows), and without the
+     * division when eps == 0 (plain dot product). Dots and norms in double. */
+    void (*row_dot)(clef_backend *be, int64_t n, int64_t dim, const float *a, int64_t lda,
+                    const int32_t *ia, const float *b, int64_t ldb, const int32_t *ib,
+                    float scale, float eps, float *out);
+
+    /* Softmax within segments of a vector: for s < n_seg, over i in [offsets[s],
+     * offsets[s+1]) (cu_seqlens-style offsets, n_seg + 1 of them, non-decreasing):
+     * y[i] = exp(x[i] - max) / sum exp(x[j] - max), in double. y may alias x. */
+    void (*segment_softmax)(clef_backend *be, int64_t n_seg, const int32_t *offsets,
+                            const float *x, float *y);
+
+    /* Row broadcast / gathered add: y[r, c] = x[r, c] + v[idx ? idx[r] : 0, c] for r < rows,
+     * c < cols (idx NULL: the single row v is added to every row). In place ok (y == x). */
+    void (*add_rows)(clef_backend *be, int64_t rows, int64_t cols, const float *x, int64_t ldx,
+                     const float *v, int64_t ldv, const int32_t *idx, float *y, int64_t ldy);
+
+    /* Pair features of the head's residual scorer, for r < rows, with f_r = f[idx[r], :dim]
+     * and o_r = o[r, :dim]: feat[r, :4 dim] = [f_r, o_r, f_r * o_r, |f_r - o_r|] (fp32). */
+    void (*pair_features)(clef_backend *be, int64_t rows, int64_t dim, const float *f,
+                          int64_t ldf, const int32_t *idx, const float *o, int64_t ldo,
+                          float *feat, int64_t ldfeat);
+
+    /* y[i] += alpha * x[i] over n contiguous floats (fp32, one rounding per product and one
+     * per sum). */
+    void (*axpy)(clef_backend *be, int64_t n, float alpha, const float *x, float *y);
+    /* ==== end of head ops ================================================================== */
 } clef_backend_ops;
 
 struct clef_backend {
     const clef_backend_ops *ops;
     void *ctx;          /* the implementation's state */
     int n_threads;      /* worker threads the backend uses per op */
-    int host_visible;   /* 1: buffers are host memory (tensors may be read straight in) */
+    int host_visible;   /* 1: buffers are host memory, so a weight loader may read tensors
+                         * straight in; model forward code never looks at it (and never
+                         * dereferences backend memory, see write/read above) */
 };
 
 /* ---- creation ------------------------------------------------------------------------------ */
 
 typedef struct clef_backend_params {
     int n_threads; /* CPU worker threads; 0 = all available (OpenMP default) */
+    /* CPU only, for tests: 1 = buffers are readable and writable only inside the backend's
+     * ops, read and write (an mprotect'ed arena; any other access faults), so a test proves
+     * the model never touches backend memory from the host. host_visible is 0 then. Same
+     * results, bit for bit, as the plain CPU backend. 0 = ordinary host memory. */
+    int guard_host_access;
+    size_t guard_arena_bytes; /* address space reserved for the guarded arena; 0 = 8 GiB */
 } clef_backend_params;
 
 clef_backend_params clef_backend_default_params(void);
@@ -224,8 +295,21 @@ int clef_backend_write(clef_backend *be, void *dst, const void *host_src, size_t
 int clef_backend_read(clef_backend *be, void *host_dst, const void *src, size_t bytes);
 int clef_backend_synchronize(clef_backend *be);
 
+/* 1 if be runs matrices of type t (see supports_format). */
+int clef_backend_supports_format(clef_backend *be, clef_wtype t);
+/* The prepare step (see prepared_size / prepare_matrix): size 0 = nothing to prepare. */
+size_t clef_backend_prepared_size(clef_backend *be, const clef_matrix *w);
+int clef_backend_prepare_matrix(clef_backend *be, const clef_matrix *w, void *dst,
+                                clef_matrix *out);
+
+/* matmul with the backend handle's own scratch, and with scratch planned by the caller
+ * (clef_matmul_workspace_size(be, T_max, w) bytes, for any T <= T_max). */
 void clef_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
                  const float *bias, float *y, int64_t ldy, int accumulate);
+void clef_matmul_scratch(clef_backend *be, int64_t T, const float *x, int64_t ldx,
+                         const clef_matrix *w, const float *bias, float *y, int64_t ldy,
+                         int accumulate, void *scratch);
+size_t clef_matmul_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w);
 void clef_get_rows(clef_backend *be, const clef_matrix *e, int64_t n, const int32_t *ids,
                    float *y, int64_t ldy);
 void clef_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx,
@@ -257,5 +341,21 @@ void clef_mul_sigmoid(clef_backend *be, int64_t rows, int64_t cols, float *x, in
                       const float *gate, int64_t ldgate);
 void clef_swiglu(clef_backend *be, int64_t n, const float *gate, const float *up, float *y);
 void clef_add(clef_backend *be, int64_t n, const float *a, const float *b, float *y);
+
+/* head ops (see the op table) */
+void clef_segment_sum(clef_backend *be, int64_t n_seg, int64_t dim, const clef_segment *segs,
+                      const float *x, int64_t ldx, const float *row_weight, float *y,
+                      int64_t ldy);
+void clef_row_dot(clef_backend *be, int64_t n, int64_t dim, const float *a, int64_t lda,
+                  const int32_t *ia, const float *b, int64_t ldb, const int32_t *ib, float scale,
+                  float eps, float *out);
+void clef_segment_softmax(clef_backend *be, int64_t n_seg, const int32_t *offsets,
+                          const float *x, float *y);
+void clef_add_rows(clef_backend *be, int64_t rows, int64_t cols, const float *x, int64_t ldx,
+                   const float *v, int64_t ldv, const int32_t *idx, float *y, int64_t ldy);
+void clef_pair_features(clef_backend *be, int64_t rows, int64_t dim, const float *f,
+                        int64_t ldf, const int32_t *idx, const float *o, int64_t ldo,
+                        float *feat, int64_t ldfeat);
+void clef_axpy(clef_backend *be, int64_t n, float alpha, const float *x, float *y);
 
 #endif /* CLEF_BACKEND_BACKEND_H */

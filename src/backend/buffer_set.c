@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 clef_buffer_set clef_buffer_set_init(clef_backend *be) {
-    clef_buffer_set set = {be, NULL, 0, 0, 0};
+    clef_buffer_set set = {be, NULL, NULL, 0, 0, 0};
     return set;
 }
 
@@ -17,21 +17,42 @@ void *clef_buffer_set_alloc(clef_buffer_set *set, size_t bytes) {
         if (!items)
             return NULL;
         set->items = items;
+        size_t *sizes = realloc(set->sizes, cap * sizeof *sizes);
+        if (!sizes)
+            return NULL;
+        set->sizes = sizes;
         set->cap = cap;
     }
     void *p = clef_backend_alloc(set->be, bytes ? bytes : 1);
     if (p) {
-        set->items[set->n++] = p;
+        set->items[set->n] = p;
+        set->sizes[set->n++] = bytes;
         set->bytes += bytes;
     }
     return p;
+}
+
+int clef_buffer_set_release_one(clef_buffer_set *set, void *buf) {
+    for (size_t i = set->n; i-- > 0;) {
+        if (set->items[i] != buf)
+            continue;
+        clef_backend_release(set->be, buf);
+        set->bytes -= set->sizes[i];
+        set->items[i] = set->items[set->n - 1];
+        set->sizes[i] = set->sizes[set->n - 1];
+        set->n--;
+        return 1;
+    }
+    return 0;
 }
 
 void clef_buffer_set_release(clef_buffer_set *set) {
     for (size_t i = 0; i < set->n; i++)
         clef_backend_release(set->be, set->items[i]);
     free(set->items);
+    free(set->sizes);
     set->items = NULL;
+    set->sizes = NULL;
     set->n = set->cap = 0;
     set->bytes = 0;
 }

@@ -6,6 +6,7 @@
  *   clef_buffer_set set = clef_buffer_set_init(be);
  *   float *w = clef_buffer_set_alloc(&set, bytes);   // NULL: out of memory (nothing leaked)
  *   ...
+ *   clef_buffer_set_release_one(&set, w);            // one buffer early (a load's temporary)
  *   clef_buffer_set_release(&set);                   // every buffer, then the set is empty
  */
 #ifndef CLEF_BACKEND_BUFFER_SET_H
@@ -18,6 +19,7 @@
 typedef struct clef_buffer_set {
     clef_backend *be;
     void **items;
+    size_t *sizes;  /* bytes asked for each item */
     size_t n, cap;
     size_t bytes; /* sum of the sizes asked for */
 } clef_buffer_set;
@@ -26,6 +28,10 @@ clef_buffer_set clef_buffer_set_init(clef_backend *be);
 
 /* A backend buffer of bytes (at least 1), owned by the set; NULL when out of memory. */
 void *clef_buffer_set_alloc(clef_buffer_set *set, size_t bytes);
+
+/* Release buf, a buffer of the set, now (e.g. a weight's stored form once its prepared form
+ * exists). Returns 1, or 0 if buf is not in the set (nothing released). */
+int clef_buffer_set_release_one(clef_buffer_set *set, void *buf);
 
 /* Release every buffer of the set; it stays usable (empty). Accepts a zeroed set. */
 void clef_buffer_set_release(clef_buffer_set *set);

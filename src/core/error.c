@@ -54,6 +54,7 @@ const char *clef_status_str(int status) {
     case CLEF_ERR_IO: return "i/o error";
     case CLEF_ERR_UNSUPPORTED: return "unsupported";
     case CLEF_ERR_INTERNAL: return "internal error";
+    case CLEF_ERR_NOT_REGULAR: return "not a regular file";
     case CLEF_ERR_FILE_MISSING: return "release file missing";
     case CLEF_ERR_ST_TRUNCATED: return "safetensors file truncated";
     case CLEF_ERR_ST_HEADER_SIZE: return "safetensors header length invalid";
@@ -66,7 +67,7 @@ const char *clef_status_str(int status) {
     case CLEF_ERR_ST_SIZE_MISMATCH: return "tensor data size does not match shape and dtype";
     case CLEF_ERR_INDEX_JSON: return "shard index invalid";
     case CLEF_ERR_SHARD_MISSING: return "shard missing";
-    case CLEF_ERR_SHARD_PATH: return "shard path escapes the release directory";
+    case CLEF_ERR_SHARD_PATH: return "release file path escapes the release directory";
     case CLEF_ERR_INDEX_TENSOR_ABSENT: return "indexed tensor absent from its shard";
     case CLEF_ERR_INDEX_UNLISTED: return "tensor not listed in the index";
     case CLEF_ERR_INDEX_TOTAL_SIZE: return "index total_size mismatch";
@@ -78,6 +79,7 @@ const char *clef_status_str(int status) {
     case CLEF_ERR_TENSOR_DTYPE: return "tensor dtype not allowed";
     case CLEF_ERR_SCALE_INVALID: return "invalid quantization scale";
     case CLEF_ERR_QUANT_CONFIG: return "quantization config invalid";
+    case CLEF_ERR_TENSOR_VALUES: return "weight holds NaN or Inf";
     case CLEF_ERR_MANIFEST_JSON: return "complete.json invalid";
     case CLEF_ERR_MANIFEST_SIZE: return "file size differs from complete.json";
     case CLEF_ERR_MANIFEST_HASH: return "file SHA-256 differs from complete.json";

@@ -13,29 +13,59 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int clef_file_open(clef_file *f, const char *path) {
+static const char *file_kind(mode_t mode) {
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a FIFO (named pipe)";
+    if (S_ISCHR(mode) || S_ISBLK(mode))
+        return "a device";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "not a regular file";
+}
+
+/* O_NONBLOCK: opening a FIFO with no writer would otherwise block forever; the descriptor is
+ * checked to be a regular file before a byte is read, and for a regular file O_NONBLOCK
+ * changes nothing. */
+static int open_regular(clef_file *f, const char *open_path, const char *display, int extra) {
     f->fd = -1;
     f->size = 0;
     f->path = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(open_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | extra);
     if (fd < 0) {
         if (errno == ENOENT)
-            return clef_fail(CLEF_ERR_FILE_MISSING, "file '%s' does not exist", path);
-        return clef_fail(CLEF_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+            return clef_fail(CLEF_ERR_FILE_MISSING, "file '%s' does not exist", display);
+        if (errno == ELOOP && (extra & O_NOFOLLOW))
+            return clef_fail(CLEF_ERR_SHARD_PATH, "file '%s' became a symlink while it was opened",
+                             display);
+        return clef_fail(CLEF_ERR_IO, "cannot open '%s': %s", display, strerror(errno));
     }
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
         close(fd);
-        return clef_fail(CLEF_ERR_IO, "'%s' is not a regular file", path);
+        return clef_fail(CLEF_ERR_IO, "cannot stat '%s': %s", display, strerror(e));
     }
-    f->path = strdup(path);
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return clef_fail(CLEF_ERR_NOT_REGULAR, "file '%s' is %s, not a regular file", display,
+                         file_kind(st.st_mode));
+    }
+    f->path = strdup(display);
     if (!f->path) {
         close(fd);
-        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory opening '%s'", path);
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory opening '%s'", display);
     }
     f->fd = fd;
     f->size = (uint64_t)st.st_size;
     return CLEF_OK;
+}
+
+int clef_file_open(clef_file *f, const char *path) { return open_regular(f, path, path, 0); }
+
+int clef_file_open_nofollow(clef_file *f, const char *real_path, const char *display) {
+    return open_regular(f, real_path, display, O_NOFOLLOW);
 }
 
 void clef_file_close(clef_file *f) {

@@ -17,8 +17,14 @@ typedef struct clef_file {
     char *path;      /* owned copy, for messages */
 } clef_file;
 
-/* Open path read-only; fails with CLEF_ERR_FILE_MISSING if absent, CLEF_ERR_IO otherwise. */
+/* Open path read-only, never blocking (a FIFO is refused, not waited on). Fails with
+ * CLEF_ERR_FILE_MISSING if absent, CLEF_ERR_NOT_REGULAR for a FIFO, device, directory or
+ * socket (nothing is read from it), CLEF_ERR_IO otherwise. */
 int clef_file_open(clef_file *f, const char *path);
+/* clef_file_open of a path already resolved by realpath (no symlink in it): a final component
+ * that became a symlink since is refused (O_NOFOLLOW). display is the name used in messages
+ * and kept in f->path. */
+int clef_file_open_nofollow(clef_file *f, const char *real_path, const char *display);
 /* Accepts NULL and a closed file (fd -1: what clef_file_open leaves on failure and close
  * leaves behind). Not a zeroed struct: fd 0 is a real descriptor (stdin). */
 void clef_file_close(clef_file *f);

@@ -14,6 +14,15 @@ int clef_sha256_file(const char *path, char hex[65]) {
     int rc = clef_file_open(&f, path);
     if (rc != CLEF_OK)
         return rc;
+    rc = clef_sha256_open_file(&f, hex);
+    clef_file_close(&f);
+    return rc;
+}
+
+int clef_sha256_open_file(const clef_file *fp, char hex[65]) {
+    const clef_file f = *fp;
+    const char *path = f.path;
+    int rc = CLEF_OK;
     enum { CHUNK = 4 << 20 };
     unsigned char *buf = malloc(CHUNK);
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
@@ -41,6 +50,5 @@ int clef_sha256_file(const char *path, char hex[65]) {
 done:
     EVP_MD_CTX_free(ctx);
     free(buf);
-    clef_file_close(&f);
     return rc;
 }

@@ -45,9 +45,11 @@ static void append_rounded(clef_strbuf *out, double x) {
 static int check_probabilities(const clef_question *q, const double *probs) {
     for (int32_t i = 0; i < q->n_options; i++)
         if (!isfinite(probs[i]))
-            return clef_fail(CLEF_ERR_INVALID_ARG,
-                             "question '%s': probability of option '%s' is %g (must be finite)",
-                             q->id, q->options[i].id, probs[i]);
+            return clef_fail(CLEF_ERR_INTERNAL,
+                             "the model computed a non-finite probability (%g) for option '%s' of "
+                             "question '%s': not a problem of the record (weights or numerics; "
+                             "`clef inspect --verify` scans the weights)",
+                             probs[i], q->options[i].id, q->id);
     return CLEF_OK;
 }
 

@@ -9,6 +9,7 @@
 #include "encode/request.h"
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/utf8.h"
 #include "json/render.h"
 
@@ -593,6 +594,27 @@ static int build_request(clef_request *r) {
 
 /* ---- entry point ----------------------------------------------------------------------- */
 
+/* Repeated keys follow Python's json.loads, as the reference systemone() (plain dicts, no
+ * pydantic model) sees them: the last value wins, at the first key's position. That is
+ * accepted, but where it may explain a refusal (a choice left with one option, fewer
+ * questions than sent) the refusal says so: *note gets "; note: key "x" appears twice ..."
+ * or "". merged: the first parse merged a repeated key (only then is the body parsed again,
+ * strictly, to find the first repeat and its position). */
+static void duplicate_note(const char *body, size_t len, int merged, char *note, size_t cap) {
+    note[0] = '\0';
+    if (!merged)
+        return;
+    json_parse_opts opts = {.allow_nonfinite = 1, .max_depth = LOC_MAX, .reject_duplicate_keys = 1};
+    json_doc *doc = NULL;
+    json_error err;
+    if (json_parse(body, len, &opts, &doc, &err) == JSON_PARSE_DUPLICATE_KEY)
+        snprintf(note, cap,
+                 "; note: key \"%.80s\" appears twice in one object (line %d column %d); as in "
+                 "Python's json.loads the last value is kept",
+                 err.key, err.line, err.column);
+    json_doc_free(doc);
+}
+
 int clef_request_parse(const char *body, size_t len, clef_request_kind kind, const char *path_model,
                        const clef_request_limits *limits, clef_request **out,
                        clef_request_errors *errors) {
@@ -630,7 +652,8 @@ int clef_request_parse(const char *body, size_t len, clef_request_kind kind, con
         } else if (parsed != 0) {
             push_index(v, jerr.offset);
             field_error(v, CLEF_ERR_REQUEST_JSON, "json_invalid",
-                        "JSON decode error at line %d column %d: %s", jerr.line, jerr.column, jerr.msg);
+                        "JSON decode error at line %d column %d (byte %zu): %s", jerr.line,
+                        jerr.column, jerr.offset, jerr.msg);
             pop(v);
         } else {
             check_body(v, json_doc_root(doc));
@@ -641,9 +664,14 @@ int clef_request_parse(const char *body, size_t len, clef_request_kind kind, con
         status = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory validating a request");
     } else if (status != CLEF_OK) {
         const clef_field_error *first = v->errors->count ? &v->errors->items[0] : NULL;
-        clef_fail(status, "request %s: %s (%zu problem%s)", first ? first->path : "body",
+        /* A JSON syntax error's loc is ["body", byte] (FastAPI's); people get "request body"
+         * and the position in the message instead of a byte offset posing as a field. */
+        const char *where = !first || !strcmp(first->type, "json_invalid") ? "body" : first->path;
+        char dup[256];
+        duplicate_note(body, len, json_doc_merged_duplicates(doc), dup, sizeof dup);
+        clef_fail(status, "request %s: %s (%zu problem%s)%s", where,
                   first ? first->msg : "invalid", v->errors->count + v->errors->dropped,
-                  v->errors->count + v->errors->dropped == 1 ? "" : "s");
+                  v->errors->count + v->errors->dropped == 1 ? "" : "s", dup);
     } else {
         r = calloc(1, sizeof *r);
         if (!r) {
@@ -655,6 +683,10 @@ int clef_request_parse(const char *body, size_t len, clef_request_kind kind, con
             doc = NULL;
             status = build_request(r);
             if (status == CLEF_OK) {
+                char dup[256];
+                duplicate_note(body, len, json_doc_merged_duplicates(r->doc), dup, sizeof dup);
+                if (dup[0])
+                    CLEF_LOG_W("request accepted%s", dup);
                 *out = r;
                 r = NULL;
             }

@@ -27,6 +27,7 @@ typedef struct arena_block {
 struct json_doc {
     arena_block *blocks;
     json_value *root;
+    int merged_duplicates; /* some object repeated a key (merged Python's way) */
 };
 
 static void *arena_alloc(json_doc *doc, size_t n) {
@@ -58,6 +59,8 @@ void json_doc_free(json_doc *doc) {
     }
     free(doc);
 }
+
+int json_doc_merged_duplicates(const json_doc *doc) { return doc ? doc->merged_duplicates : 0; }
 
 const json_value *json_doc_root(const json_doc *doc) { return doc ? doc->root : NULL; }
 
@@ -482,6 +485,7 @@ static int merge_duplicates(parser *p, json_member *m, size_t *count, const size
         }
     }
     if (any && rc == 0) {
+        p->doc->merged_duplicates = 1;
         size_t w = 0;
         for (size_t i = 0; i < n; i++)
             if (!drop[i])
@@ -625,8 +629,14 @@ static json_value *parse_value(parser *p) {
             return parse_number(p);
         break;
     }
-    fail_at(p, p->pos, JSON_PARSE_SYNTAX, "unexpected character '%c'",
-            c >= 0x20 && c < 0x7f ? (char)c : '?');
+    if (p->pos == 0 && p->len >= 3 && memcmp(p->s, "\xEF\xBB\xBF", 3) == 0)
+        fail_at(p, p->pos, JSON_PARSE_SYNTAX,
+                "the text starts with a UTF-8 byte order mark (BOM, bytes EF BB BF), which JSON "
+                "does not allow: save it without the BOM");
+    else if (c >= 0x20 && c < 0x7f)
+        fail_at(p, p->pos, JSON_PARSE_SYNTAX, "unexpected character '%c'", (char)c);
+    else
+        fail_at(p, p->pos, JSON_PARSE_SYNTAX, "unexpected byte 0x%02X", (unsigned)c);
     return NULL;
 }
 

@@ -114,6 +114,8 @@ int json_parse(const char *text, size_t len, const json_parse_opts *opts, json_d
                json_error *err);
 void json_doc_free(json_doc *doc); /* accepts NULL */
 const json_value *json_doc_root(const json_doc *doc);
+/* 1 if some object of the document repeated a key (merged: last value, first position). */
+int json_doc_merged_duplicates(const json_doc *doc);
 
 /* Lookups (NULL when absent or when v is not of the right type). */
 const json_value *json_object_get(const json_value *v, const char *key);

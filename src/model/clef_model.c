@@ -26,14 +26,16 @@
 #include "core/error.h"
 #include "core/io.h"
 #include "core/log.h"
-#include "core/numeric.h"
+#include "core/convert.h"
 #include "core/strbuf.h"
 #include "encode/answers.h"
 #include "encode/encode.h"
 #include "encode/request.h"
 #include "model/joint_head.h"
+#include "model/weight_loader.h"
 #include "model/qwen35.h"
 #include "release/release.h"
+#include "release/values.h"
 #include "tokenizer/tokenizer.h"
 
 #include <pthread.h>
@@ -83,14 +85,9 @@ static int lm_read_row(void *ctx, int32_t id, float *dst) {
                              lm->tensor->offset + (uint64_t)id * (uint64_t)D * esize);
     if (st)
         return clef_fail_prefix(st, "lm_head row %d", id);
-    for (int64_t j = 0; j < D; j++) {
-        if (lm->tensor->dtype == CLEF_DTYPE_BF16)
-            dst[j] = clef_bf16_to_f32(((const uint16_t *)lm->row)[j]);
-        else if (lm->tensor->dtype == CLEF_DTYPE_F16)
-            dst[j] = clef_f16_to_f32(((const uint16_t *)lm->row)[j]);
-        else
-            dst[j] = ((const float *)lm->row)[j];
-    }
+    clef_scalar_kind kind = CLEF_SCALAR_F32;
+    clef_scalar_kind_of_dtype(lm->tensor->dtype, &kind); /* lm_open allowed BF16, F16, F32 */
+    clef_convert_to_f32(kind, lm->row, (size_t)D, dst);
     return CLEF_OK;
 }
 
@@ -149,9 +146,20 @@ static const clef_tensor_info *model_find(void *user, const char *name) {
 static int model_read(void *user, const clef_tensor_info *t, void *dst) {
     clef_model *m = user;
     int st = clef_release_read_threads(m->release, t, dst, m->params.n_threads);
+    /* A NaN or Inf weight is refused here, by name, rather than surfacing later as a NaN
+     * probability that looks like the record's fault. */
+    if (st == CLEF_OK)
+        st = clef_check_weight_finite(t, clef_release_file_name(m->release, (size_t)t->file), dst,
+                                      t->n_bytes, 0);
     m->load_done += t->n_bytes;
     progress(m, "weights", m->load_done, m->load_total);
     return st;
+}
+
+/* A piece of a tensor (the weight loader stages big tensors piece by piece). */
+static int model_read_range(void *user, const clef_tensor_info *t, uint64_t offset, uint64_t n,
+                            void *dst) {
+    return clef_tensor_source_read_range_by_copy(model_read, user, t, offset, n, dst);
 }
 
 /* Bytes the backbone and the head will read (text.* and head.* tensors; lm_head is read by
@@ -238,7 +246,7 @@ int clef_model_load(const char *dir, const clef_model_params *params, clef_model
             [CLEF_QUANT_INT8_CONVROT] = "INT8 ConvRot",
         };
         st = clef_fail(CLEF_ERR_UNSUPPORTED,
-                       "release '%s' is %s: this build runs BF16 and F32 releases only "
+                       "release '%s' is %s: this build runs BF16, F16 and F32 releases only "
                        "(quantized weights are validated and shown by `clef inspect`, not run yet)",
                        dir, method_names[cfg->quant.method]);
         goto err;
@@ -256,7 +264,8 @@ int clef_model_load(const char *dir, const clef_model_params *params, clef_model
         goto err;
     m->load_total = bytes_to_load(m->release);
     /* one source for both loaders: the release's tensors, counted for the progress line */
-    clef_tensor_source src = {.ctx = m, .find = model_find, .read = model_read};
+    clef_tensor_source src = {.ctx = m, .find = model_find, .read = model_read,
+                              .read_range = model_read_range};
     qwen35_params qp = qwen35_default_params();
     qp.max_seq_len = p.max_length;
     qp.max_tokens = p.max_length;

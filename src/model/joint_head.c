@@ -4,13 +4,17 @@
  * forward reads top to bottom in clef_joint_head_forward, one step per paragraph, with the
  * PyTorch line of the reference JointSchemaHead.forward it computes.
  *
- * Span reductions (means over instruction and option spans, the lexical means of lm_head
- * rows, the per-question option summary, cosines) are short loops over host-visible backend
- * memory; everything that is a matrix product, a norm, an attention or an activation goes
- * through the op table. Reductions accumulate in double, so our values sit at (or nearer
- * than) the fp32 rounding noise of PyTorch's.
+ * The head computes nothing on the host and never dereferences backend memory: span means,
+ * the lexical means of lm_head rows, the per-question option summary, dots and cosines and
+ * the per-question softmax are ops of the table (backend.h, "head ops"). What the host does
+ * is bookkeeping: it builds the index arrays (which rows belong to which span, which question
+ * an option belongs to) and the lm_head rows the caller's reader supplies in host staging
+ * buffers, uploads them with clef_backend_write, and reads the logits and probabilities back
+ * with clef_backend_read after clef_backend_synchronize. Reductions accumulate in double, so
+ * our values sit at (or nearer than) the fp32 rounding noise of PyTorch's.
  */
 #include "model/joint_head.h"
+#include "model/weight_loader.h"
 
 #include "backend/buffer_set.h"
 #include "core/error.h"
@@ -76,17 +80,16 @@ typedef struct head_workspace {
     float *memory;        /* (T, W)  M = N W_mem^T */
     float *memory_norm;   /* (T, W)  LN_m(M) of the current routing layer */
     float *memory_kv;     /* (T, 2W) keys | values over the memory */
-    float *rows;          /* (R, D)  LayerNorm(hidden) of up to R rows at a time */
+    float *rows;          /* (R, D)  gathered rows: LayerNorm(hidden) or staged lm_head rows */
     float *global;        /* (D)     g = LayerNorm(hidden)[T-1] */
     float *question_vec;  /* (Q, D)  qv */
-    float *anchor;        /* (Q, D)  normalize(qv + g) */
+    float *anchor;        /* (Q, D)  qv + g (the prior normalises it inside row_dot) */
     float *option_ctx;    /* (C, D)  span means of N, one option chunk */
     float *option_lex;    /* (C, D)  lexical means, one option chunk */
-    float *lm_row;        /* (D)     one lm_head row */
     float *options;       /* (O, W)  routed option vectors x */
     float *options_a;     /* (O, W)  normalised x, then attention output */
     float *options_q;     /* (O, W)  attention queries */
-    float *prior;         /* (O)     prior logit term */
+    float *prior;         /* (O)     prior logit term, then the logits */
     float *question_opt;  /* (Q, W)  W_optq qv */
     float *fields;        /* (Q, W)  f */
     float *fields_a;      /* (Q, W)  normalised f, attention output */
@@ -97,14 +100,26 @@ typedef struct head_workspace {
     float *ff_hidden;     /* (R, max(F, W)) feed-forward / scorer hidden rows */
     float *features;      /* (R, 4W) scorer input rows */
     float *residual;      /* (R)     scorer output */
-    float *scores;        /* (O)     option . field scores of one question */
-    float *weights;       /* (O)     their softmax */
-    double *acc;          /* (C, D)  double accumulators of span sums (in acc_space) */
-    float *acc_space;     /* (2CD)   */
-    int32_t *row_owner;   /* (R)     which span a gathered row of `rows` belongs to */
-    float *row_owner_space; /* (R)   */
+    float *scores;        /* (O)     option . field scores, then scaled cosines + residual */
+    float *weights;       /* (O)     their per-question softmax, then the probabilities */
+    clef_segment *segs;   /* (S)     segments of one segment_sum call, S = max(C, Q) */
+    int32_t *row_ids;     /* (R)     token positions of the gathered hidden rows */
+    int32_t *opt_question;/* (O)     question of each option */
+    int32_t *q_type;      /* (Q)     type of each question (row of type_embedding) */
+    int32_t *q_offsets;   /* (Q + 1) first option of each question, cu_seqlens style */
     void *attn_scratch;   /* attention workspace */
 } head_workspace;
+
+/* Host staging of what the forward uploads: index arrays built from the record and the
+ * lm_head rows the caller's reader writes (host memory, never read by an op). */
+typedef struct head_staging {
+    clef_segment *segs;   /* (S) */
+    int32_t *row_ids;     /* (R) */
+    float *lm_rows;       /* (R, D) */
+    int32_t *opt_question;/* (O) */
+    int32_t *q_type;      /* (Q) */
+    int32_t *q_offsets;   /* (Q + 1) */
+} head_staging;
 
 struct clef_joint_head {
     clef_backend *be;
@@ -112,115 +127,39 @@ struct clef_joint_head {
     clef_head_limits limits;
     head_weights w;
     head_workspace ws;
+    head_staging host;
     clef_buffer_set buffers;         /* every backend allocation, released together */
     size_t weight_bytes, workspace_bytes;
 };
 
 /* ---- loading ------------------------------------------------------------------------------ */
 
+/* The shared weight loader (weight_loader.h) over the head's tensors "head.<name>"; shapes
+ * come from joint_head_config.json. Matrices keep their stored format, norms, biases, the type
+ * embedding and the three scalars become fp32. */
 typedef struct head_loader {
     clef_joint_head *head;
-    const clef_tensor_source *src;
+    clef_weight_loader wl;
 } head_loader;
 
 static void *head_alloc(clef_joint_head *h, size_t bytes) {
     return clef_buffer_set_alloc(&h->buffers, bytes);
 }
 
-/* Find head.<name> and check it has n_dims dims of the given sizes. */
-static int find_tensor(head_loader *L, const char *name, int n_dims, const int64_t *dims,
-                       const clef_tensor_info **out) {
-    char full[256], want[96], got[96];
-    snprintf(full, sizeof full, "head.%s", name);
-    const clef_tensor_info *t = L->src->find(L->src->ctx, full);
-    if (!t)
-        return clef_fail(CLEF_ERR_TENSOR_MISSING, "joint head: tensor '%s' is missing", full);
-    int ok = t->n_dims == n_dims;
-    for (int i = 0; ok && i < n_dims; i++)
-        ok = t->shape[i] == dims[i];
-    if (!ok) {
-        return clef_fail(CLEF_ERR_TENSOR_SHAPE,
-                         "joint head: tensor '%s' has shape %s, joint_head_config.json says %s",
-                         full, clef_shape_str(t->shape, t->n_dims, got, sizeof got),
-                         clef_shape_str(dims, n_dims, want, sizeof want));
-    }
-    *out = t;
-    return CLEF_OK;
-}
-
-/* A matrix (rows, cols) kept in its stored type, read straight into backend memory. */
 static int load_matrix(head_loader *L, const char *name, int64_t rows, int64_t cols,
                        clef_matrix *m) {
-    const clef_tensor_info *t;
-    int64_t dims[2] = {rows, cols};
-    int st = find_tensor(L, name, 2, dims, &t);
-    if (st)
-        return st;
-    clef_wtype type;
-    if (t->dtype == CLEF_DTYPE_BF16)
-        type = CLEF_WTYPE_BF16;
-    else if (t->dtype == CLEF_DTYPE_F32)
-        type = CLEF_WTYPE_F32;
-    else
-        return clef_fail(CLEF_ERR_TENSOR_DTYPE,
-                         "joint head: tensor 'head.%s' is %s, expected BF16 or F32", name,
-                         clef_dtype_name(t->dtype));
-    void *data = head_alloc(L->head, (size_t)t->n_bytes);
-    if (!data)
-        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "joint head: no memory for tensor 'head.%s'",
-                         name);
-    st = L->src->read(L->src->ctx, t, data);
-    if (st)
-        return clef_fail_prefix(st, "joint head: reading 'head.%s'", name);
-    *m = (clef_matrix){.type = type, .rows = rows, .cols = cols, .ld = cols, .data = data};
-    L->head->weight_bytes += (size_t)t->n_bytes;
-    return CLEF_OK;
+    return clef_weight_load_matrix(&L->wl, name, rows, cols, m);
 }
 
-/* A small tensor of n elements (dims as given; n_dims 0 for a scalar) widened to fp32 into
- * dst (host memory of n floats). */
+/* A host fp32 copy of a small tensor (n_dims 0 for a scalar). */
 static int read_f32(head_loader *L, const char *name, int n_dims, const int64_t *dims,
-                    size_t n, float *dst) {
-    const clef_tensor_info *t;
-    int st = find_tensor(L, name, n_dims, dims, &t);
-    if (st)
-        return st;
-    size_t esize = clef_dtype_size(t->dtype);
-    if (t->dtype != CLEF_DTYPE_BF16 && t->dtype != CLEF_DTYPE_F16 && t->dtype != CLEF_DTYPE_F32)
-        return clef_fail(CLEF_ERR_TENSOR_DTYPE,
-                         "joint head: tensor 'head.%s' is %s, expected BF16, F16 or F32", name,
-                         clef_dtype_name(t->dtype));
-    if (t->n_bytes != n * esize)
-        return clef_fail(CLEF_ERR_TENSOR_SHAPE, "joint head: tensor 'head.%s' holds %llu bytes, "
-                         "expected %zu", name, (unsigned long long)t->n_bytes, n * esize);
-    void *raw = malloc(n * esize + 1);
-    if (!raw)
-        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "joint head: no memory for 'head.%s'", name);
-    st = L->src->read(L->src->ctx, t, raw);
-    if (st) {
-        free(raw);
-        return clef_fail_prefix(st, "joint head: reading 'head.%s'", name);
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (t->dtype == CLEF_DTYPE_BF16)
-            dst[i] = clef_bf16_to_f32(((const uint16_t *)raw)[i]);
-        else if (t->dtype == CLEF_DTYPE_F16)
-            dst[i] = clef_f16_to_f32(((const uint16_t *)raw)[i]);
-        else
-            dst[i] = ((const float *)raw)[i];
-    }
-    free(raw);
-    L->head->weight_bytes += n * sizeof(float);
-    return CLEF_OK;
+                    float *dst) {
+    return clef_weight_read_host_f32(&L->wl, name, dims, n_dims, dst);
 }
 
 /* A vector of n fp32 values in backend memory. */
 static int load_vector(head_loader *L, const char *name, int64_t n, float **out) {
-    float *v = head_alloc(L->head, (size_t)n * sizeof(float));
-    if (!v)
-        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "joint head: no memory for 'head.%s'", name);
-    *out = v;
-    return read_f32(L, name, 1, &n, (size_t)n, v);
+    return clef_weight_load_vector(&L->wl, name, &n, 1, out);
 }
 
 static int load_norm(head_loader *L, const char *prefix, int64_t dim, head_norm *n) {
@@ -235,7 +174,7 @@ static int load_norm(head_loader *L, const char *prefix, int64_t dim, head_norm 
 
 static int load_linear(head_loader *L, const char *prefix, int64_t out, int64_t in,
                        int with_bias, head_linear *lin) {
-    char name[160];
+    char name[192]; /* prefix (< 160, see load_attention) + ".weight" */
     snprintf(name, sizeof name, "%s.weight", prefix);
     int st = load_matrix(L, name, out, in, &lin->w);
     if (st || !with_bias)
@@ -247,22 +186,20 @@ static int load_linear(head_loader *L, const char *prefix, int64_t out, int64_t 
 static int load_attention(head_loader *L, const char *prefix, int64_t width,
                           head_attention *a) {
     char name[160];
-    clef_matrix packed;
     float *packed_bias = NULL;
+    /* torch packs q, k, v as consecutive row blocks of in_proj_weight: q (width rows) and
+     * kv (2 width rows) are used as two matrices */
+    clef_matrix qkv[2];
+    const int64_t part_rows[2] = {width, 2 * width};
     snprintf(name, sizeof name, "%s.in_proj_weight", prefix);
-    int st = load_matrix(L, name, 3 * width, width, &packed);
+    int st = clef_weight_load_matrix_parts(&L->wl, name, 3 * width, width, 2, part_rows, qkv);
     if (st)
         return st;
     snprintf(name, sizeof name, "%s.in_proj_bias", prefix);
     if ((st = load_vector(L, name, 3 * width, &packed_bias)))
         return st;
-    /* torch packs q, k, v as consecutive row blocks of in_proj_weight */
-    size_t block = (size_t)(width * width) * clef_wtype_size(packed.type);
-    a->q = packed;
-    a->q.rows = width;
-    a->kv = packed;
-    a->kv.rows = 2 * width;
-    a->kv.data = (const char *)packed.data + block;
+    a->q = qkv[0];
+    a->kv = qkv[1];
     a->q_bias = packed_bias;
     a->kv_bias = packed_bias + width;
     snprintf(name, sizeof name, "%s.out_proj", prefix);
@@ -288,10 +225,8 @@ static int load_weights(head_loader *L) {
                           &w->option_lexical_projection)))
         return st;
     int64_t type_dims[2] = {3, W};
-    if (!(w->type_embedding = head_alloc(h, (size_t)(3 * W) * sizeof(float))))
-        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "joint head: no memory for type_embedding");
-    if ((st = read_f32(L, "type_embedding.weight", 2, type_dims, (size_t)(3 * W),
-                       w->type_embedding)))
+    if ((st = clef_weight_load_vector(&L->wl, "type_embedding.weight", type_dims, 2,
+                                      &w->type_embedding)))
         return st;
     for (int64_t i = 0; i < c->routing_layers; i++) {
         head_routing_layer *r = &w->routing[i];
@@ -324,9 +259,9 @@ static int load_weights(head_loader *L) {
         (st = load_norm(L, "option_norm", W, &w->option_norm)) ||
         (st = load_linear(L, "residual_scorer.0", W, 4 * W, 1, &w->scorer_in)) ||
         (st = load_linear(L, "residual_scorer.3", 1, W, 1, &w->scorer_out)) ||
-        (st = read_f32(L, "prior_logit_scale", 0, NULL, 1, &w->prior_logit_scale)) ||
-        (st = read_f32(L, "joint_logit_scale", 0, NULL, 1, &w->joint_logit_scale)) ||
-        (st = read_f32(L, "residual_gate", 0, NULL, 1, &w->residual_gate)))
+        (st = read_f32(L, "prior_logit_scale", 0, NULL, &w->prior_logit_scale)) ||
+        (st = read_f32(L, "joint_logit_scale", 0, NULL, &w->joint_logit_scale)) ||
+        (st = read_f32(L, "residual_gate", 0, NULL, &w->residual_gate)))
         return st;
     return CLEF_OK;
 }
@@ -372,12 +307,47 @@ static size_t attention_scratch_bytes(clef_joint_head *h) {
     return most;
 }
 
+/* Entries of the segment array: one call reduces at most one option chunk's spans or one
+ * record's questions. */
+static int64_t segment_capacity(const clef_joint_head *h) {
+    return h->limits.max_questions > CLEF_HEAD_OPTION_CHUNK ? h->limits.max_questions
+                                                            : CLEF_HEAD_OPTION_CHUNK;
+}
+
+static int plan_staging(clef_joint_head *h) {
+    const int64_t D = h->cfg.hidden_size, R = CLEF_HEAD_FF_CHUNK, O = h->limits.max_options,
+                  Q = h->limits.max_questions;
+    head_staging *s = &h->host;
+    s->segs = calloc((size_t)segment_capacity(h), sizeof *s->segs);
+    s->row_ids = calloc((size_t)R, sizeof *s->row_ids);
+    s->lm_rows = calloc((size_t)(R * D), sizeof *s->lm_rows);
+    s->opt_question = calloc((size_t)O, sizeof *s->opt_question);
+    s->q_type = calloc((size_t)Q, sizeof *s->q_type);
+    s->q_offsets = calloc((size_t)Q + 1, sizeof *s->q_offsets);
+    if (!s->segs || !s->row_ids || !s->lm_rows || !s->opt_question || !s->q_type ||
+        !s->q_offsets)
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "joint head: no memory for the host staging "
+                         "buffers (max_options %lld)", (long long)O);
+    return CLEF_OK;
+}
+
+static void free_staging(head_staging *s) {
+    free(s->segs);
+    free(s->row_ids);
+    free(s->lm_rows);
+    free(s->opt_question);
+    free(s->q_type);
+    free(s->q_offsets);
+}
+
 static int plan_workspace(clef_joint_head *h) {
     const int64_t D = h->cfg.hidden_size, W = h->cfg.width, F = h->cfg.feedforward;
     const int64_t T = h->limits.max_tokens, O = h->limits.max_options,
                   Q = h->limits.max_questions, C = CLEF_HEAD_OPTION_CHUNK,
-                  R = CLEF_HEAD_FF_CHUNK;
+                  R = CLEF_HEAD_FF_CHUNK, S = segment_capacity(h);
     head_workspace *ws = &h->ws;
+    float *segs_space, *row_ids_space, *opt_question_space, *q_type_space, *q_offsets_space;
+    /* sizes in 4-byte elements: every array is fp32 or int32 (a clef_segment is 5 int32) */
     struct {
         float **dst;
         int64_t n;
@@ -385,15 +355,18 @@ static int plan_workspace(clef_joint_head *h) {
         {&ws->memory, T * W},       {&ws->memory_norm, T * W},   {&ws->memory_kv, 2 * T * W},
         {&ws->rows, R * D},         {&ws->global, D},
         {&ws->question_vec, Q * D}, {&ws->anchor, Q * D},        {&ws->option_ctx, C * D},
-        {&ws->option_lex, C * D},   {&ws->lm_row, D},            {&ws->options, O * W},
+        {&ws->option_lex, C * D},   {&ws->options, O * W},
         {&ws->options_a, O * W},    {&ws->options_q, O * W},     {&ws->prior, O},
         {&ws->question_opt, Q * W}, {&ws->fields, Q * W},        {&ws->fields_a, Q * W},
         {&ws->fields_qkv, 3 * Q * W}, {&ws->base_fields, Q * W}, {&ws->summaries, Q * W},
         {&ws->global_vec, W},       {&ws->ff_hidden, R * (F > W ? F : W)},
         {&ws->features, R * 4 * W}, {&ws->residual, R},          {&ws->scores, O},
-        {&ws->weights, O},          {&ws->acc_space, 2 * C * D},
-        {&ws->row_owner_space, R},
+        {&ws->weights, O},
+        {&segs_space, S * (int64_t)(sizeof(clef_segment) / sizeof(int32_t))},
+        {&row_ids_space, R},        {&opt_question_space, O},    {&q_type_space, Q},
+        {&q_offsets_space, Q + 1},
     };
+    _Static_assert(sizeof(clef_segment) == 5 * sizeof(int32_t), "clef_segment is 5 int32");
     size_t n_plan = sizeof plan / sizeof plan[0];
     /* one allocation, each array 64-byte aligned inside it */
     size_t total = 0;
@@ -405,16 +378,19 @@ static int plan_workspace(clef_joint_head *h) {
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY,
                          "joint head: no memory for a %zu-byte workspace (max_tokens %lld, "
                          "max_options %lld)", total + scratch, (long long)T, (long long)O);
-    size_t off = 0;
+    size_t off = 0; /* pointer arithmetic only: the workspace is backend memory */
     for (size_t i = 0; i < n_plan; i++) {
-        *plan[i].dst = (float *)(base + off);
+        *plan[i].dst = (float *)(void *)(base + off);
         off += ((size_t)plan[i].n * sizeof(float) + 63) & ~(size_t)63;
     }
     ws->attn_scratch = base + off;
-    ws->acc = (double *)(void *)ws->acc_space; /* 64-byte aligned, 2CD floats = CD doubles */
-    ws->row_owner = (int32_t *)(void *)ws->row_owner_space; /* only ever used as int32 */
+    ws->segs = (clef_segment *)(void *)segs_space;
+    ws->row_ids = (int32_t *)(void *)row_ids_space;
+    ws->opt_question = (int32_t *)(void *)opt_question_space;
+    ws->q_type = (int32_t *)(void *)q_type_space;
+    ws->q_offsets = (int32_t *)(void *)q_offsets_space;
     h->workspace_bytes = total + scratch;
-    return CLEF_OK;
+    return plan_staging(h);
 }
 
 int clef_joint_head_load(clef_backend *be, const clef_head_config *cfg,
@@ -428,10 +404,6 @@ int clef_joint_head_load(clef_backend *be, const clef_head_config *cfg,
     int st = check_config(cfg, limits);
     if (st)
         return st;
-    if (!be->host_visible)
-        return clef_fail(CLEF_ERR_UNSUPPORTED, "joint head: backend '%s' is not host-visible; "
-                         "the head's span reductions need host-visible memory",
-                         be->ops->name);
     clef_joint_head *h = calloc(1, sizeof *h);
     if (!h)
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "joint head: no memory");
@@ -445,8 +417,12 @@ int clef_joint_head_load(clef_backend *be, const clef_head_config *cfg,
         st = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "joint head: no memory");
         goto err;
     }
-    head_loader L = {.head = h, .src = src};
-    if ((st = load_weights(&L)) || (st = plan_workspace(h)))
+    head_loader L = {.head = h, .wl = clef_weight_loader_init(be, src, &h->buffers, "joint head",
+                                                              "head.", "joint_head_config.json")};
+    st = load_weights(&L);
+    h->weight_bytes = L.wl.bytes;
+    clef_weight_loader_free(&L.wl);
+    if (st || (st = plan_workspace(h)))
         goto err;
     *out = h;
     return CLEF_OK;
@@ -459,6 +435,7 @@ void clef_joint_head_free(clef_joint_head *h) {
     if (!h)
         return;
     clef_buffer_set_release(&h->buffers);
+    free_staging(&h->host);
     free(h->w.routing);
     free(h->w.decoder);
     free(h);
@@ -524,63 +501,105 @@ static void feedforward(clef_joint_head *h, const head_norm *norm, const head_li
     }
 }
 
-/* dst[i, :D] = mean over the rows of spans[i] of LayerNorm_hidden(hidden), i < n <=
- * CLEF_HEAD_OPTION_CHUNK, accumulated in double. The rows of all n spans are gathered
- * CLEF_HEAD_FF_CHUNK at a time into ws->rows and normalised by one layernorm call, so a
- * record with many short spans costs few op calls and no [T, D] copy of the normalised hidden
- * states ever exists. */
-static void span_means(clef_joint_head *h, const float *hidden, int64_t ld_hidden,
-                       const clef_span *spans, int64_t n, float *dst) {
+/* Where the rows of a span reduction come from. */
+typedef enum span_rows {
+    SPAN_ROWS_HIDDEN,  /* LayerNorm_hidden(hidden[t]) for the tokens t of the span */
+    SPAN_ROWS_LEXICAL, /* lm_head[ids[t]] for the tokens t of the span (caller's reader) */
+} span_rows;
+
+typedef struct span_source {
+    span_rows kind;
+    const float *hidden;              /* SPAN_ROWS_HIDDEN: [T, D] backend memory */
+    int64_t ld_hidden, n_tokens;
+    const int32_t *ids;               /* SPAN_ROWS_LEXICAL: host token ids */
+    const clef_lm_row_reader *lm;
+} span_source;
+
+/* Bring the k gathered rows into ws->rows (backend) and reduce the n_seg staged segments into
+ * dst: hidden rows are gathered by position (get_rows on the hidden states) and normalised in
+ * place; lm_head rows were written by the reader into host staging and are uploaded. */
+static int span_flush(clef_joint_head *h, const span_source *src, int64_t k, int64_t n_seg,
+                      float *dst) {
     const int64_t D = h->cfg.hidden_size;
-    double *acc = h->ws.acc;
-    float *rows = h->ws.rows;
-    int32_t *owner = h->ws.row_owner;
-    for (int64_t j = 0; j < n * D; j++)
-        acc[j] = 0.0;
-    int64_t k = 0;
-    for (int64_t i = 0; i <= n; i++) {
-        for (int64_t t = i < n ? spans[i].begin : 0; i < n && t < spans[i].end; t++) {
-            memcpy(rows + k * D, hidden + t * ld_hidden, (size_t)D * sizeof(float));
-            owner[k++] = (int32_t)i;
-            if (k < CLEF_HEAD_FF_CHUNK)
-                continue;
-            layernorm(h, k, D, rows, D, &h->w.hidden_norm, rows, D);
-            for (int64_t r = 0; r < k; r++)
-                for (int64_t j = 0; j < D; j++)
-                    acc[owner[r] * D + j] += rows[r * D + j];
-            k = 0;
-        }
-        if (i == n && k) { /* the last, partial gather */
-            layernorm(h, k, D, rows, D, &h->w.hidden_norm, rows, D);
-            for (int64_t r = 0; r < k; r++)
-                for (int64_t j = 0; j < D; j++)
-                    acc[owner[r] * D + j] += rows[r * D + j];
-        }
+    clef_backend *be = h->be;
+    int st;
+    if (src->kind == SPAN_ROWS_HIDDEN) {
+        if ((st = clef_backend_write(be, h->ws.row_ids, h->host.row_ids,
+                                     (size_t)k * sizeof(int32_t))))
+            return st;
+        const clef_matrix states = {.type = CLEF_WTYPE_F32, .rows = src->n_tokens, .cols = D,
+                                    .ld = src->ld_hidden, .data = src->hidden};
+        clef_get_rows(be, &states, k, h->ws.row_ids, h->ws.rows, D);
+        layernorm(h, k, D, h->ws.rows, D, &h->w.hidden_norm, h->ws.rows, D);
+    } else if ((st = clef_backend_write(be, h->ws.rows, h->host.lm_rows,
+                                        (size_t)(k * D) * sizeof(float)))) {
+        return st;
     }
+    if ((st = clef_backend_write(be, h->ws.segs, h->host.segs,
+                                 (size_t)n_seg * sizeof(clef_segment))))
+        return st;
+    clef_segment_sum(be, n_seg, D, h->ws.segs, h->ws.rows, D, NULL, dst, D);
+    return CLEF_OK;
+}
+
+/* dst[i, :D] = mean over the tokens of spans[i] of the rows src gives, i < n <=
+ * CLEF_HEAD_OPTION_CHUNK. The rows of all n spans are gathered CLEF_HEAD_FF_CHUNK at a time
+ * and reduced by one segment_sum per gather; a span cut by a gather boundary continues in the
+ * next one (accumulate = 1, divisor its whole length). So a record with many short spans
+ * costs few op calls, a long span no extra memory, and no [T, D] array ever exists. */
+static int span_means(clef_joint_head *h, const span_source *src, const clef_span *spans,
+                      int64_t n, float *dst) {
+    const int64_t D = h->cfg.hidden_size, R = CLEF_HEAD_FF_CHUNK;
+    int64_t k = 0, n_seg = 0;
+    int st;
     for (int64_t i = 0; i < n; i++) {
-        double inv = 1.0 / (double)(spans[i].end - spans[i].begin);
-        for (int64_t j = 0; j < D; j++)
-            dst[i * D + j] = (float)(acc[i * D + j] * inv);
+        const int32_t len = spans[i].end - spans[i].begin;
+        int first_piece = 1;
+        for (int32_t t = spans[i].begin; t < spans[i].end;) {
+            int64_t take = spans[i].end - t < R - k ? spans[i].end - t : R - k;
+            h->host.segs[n_seg++] = (clef_segment){.dst = (int32_t)i, .begin = (int32_t)k,
+                                                   .end = (int32_t)(k + take), .count = len,
+                                                   .accumulate = !first_piece};
+            for (int64_t j = 0; j < take; j++, k++, t++) {
+                if (src->kind == SPAN_ROWS_HIDDEN)
+                    h->host.row_ids[k] = t;
+                else if ((st = src->lm->read_row(src->lm->ctx, src->ids[t],
+                                                 h->host.lm_rows + k * D)))
+                    return st;
+            }
+            first_piece = 0;
+            if (k == R) {
+                if ((st = span_flush(h, src, k, n_seg, dst)))
+                    return st;
+                k = n_seg = 0;
+            }
+        }
     }
+    return k ? span_flush(h, src, k, n_seg, dst) : CLEF_OK;
 }
 
-static double dot_d(const float *a, const float *b, int64_t n) {
-    double s = 0.0;
-    for (int64_t i = 0; i < n; i++)
-        s += (double)a[i] * b[i];
-    return s;
-}
-
-static double norm_d(const float *a, int64_t n) { return sqrt(dot_d(a, a, n)); }
-
-static void softmax_d(const float *x, int64_t n, float *y) {
-    double m = -INFINITY, s = 0.0;
-    for (int64_t i = 0; i < n; i++)
-        m = x[i] > m ? x[i] : m;
-    for (int64_t i = 0; i < n; i++)
-        s += exp((double)x[i] - m);
-    for (int64_t i = 0; i < n; i++)
-        y[i] = (float)(exp((double)x[i] - m) / s);
+/* Stage the record's per-option and per-question index arrays (question of each option,
+ * question types, cu_seqlens-style option offsets) in backend memory. */
+static int stage_record(clef_joint_head *h, const clef_encoded_record *rec, int64_t O) {
+    head_staging *s = &h->host;
+    const int64_t Q = rec->n_questions;
+    int32_t o = 0;
+    for (int32_t q = 0; q < Q; q++) {
+        s->q_offsets[q] = o;
+        s->q_type[q] = (int32_t)rec->questions[q].type;
+        for (int32_t i = 0; i < rec->questions[q].n_options; i++)
+            s->opt_question[o++] = q;
+    }
+    s->q_offsets[Q] = o;
+    clef_backend *be = h->be;
+    int st;
+    if ((st = clef_backend_write(be, h->ws.opt_question, s->opt_question,
+                                 (size_t)O * sizeof(int32_t))) ||
+        (st = clef_backend_write(be, h->ws.q_type, s->q_type, (size_t)Q * sizeof(int32_t))) ||
+        (st = clef_backend_write(be, h->ws.q_offsets, s->q_offsets,
+                                 (size_t)(Q + 1) * sizeof(int32_t))))
+        return st;
+    return CLEF_OK;
 }
 
 static int check_record(const clef_joint_head *h, const clef_encoded_record *rec,
@@ -644,10 +663,13 @@ int clef_joint_head_forward(clef_joint_head *h, const float *hidden, int64_t ld_
     int st = check_record(h, rec, lm, &O);
     if (st)
         return st;
+    clef_backend *be = h->be;
     const head_weights *w = &h->w;
     const head_workspace *ws = &h->ws;
     const int64_t D = h->cfg.hidden_size, W = h->cfg.width, T = rec->n_tokens,
                   Q = rec->n_questions;
+    if ((st = stage_record(h, rec, O)))
+        return st;
 
     /* 1. normalized_hidden = self.hidden_norm(hidden_states);
      *    memory = self.memory_projection(sequence_hidden), R rows at a time;
@@ -655,76 +677,54 @@ int clef_joint_head_forward(clef_joint_head *h, const float *hidden, int64_t ld_
     for (int64_t r0 = 0; r0 < T; r0 += CLEF_HEAD_FF_CHUNK) {
         int64_t rows = T - r0 < CLEF_HEAD_FF_CHUNK ? T - r0 : CLEF_HEAD_FF_CHUNK;
         layernorm(h, rows, D, hidden + r0 * ld_hidden, ld_hidden, &w->hidden_norm, ws->rows, D);
-        clef_matmul(h->be, rows, ws->rows, D, &w->memory_projection, NULL, ws->memory + r0 * W,
-                    W, 0);
+        clef_matmul(be, rows, ws->rows, D, &w->memory_projection, NULL, ws->memory + r0 * W, W,
+                    0);
     }
     layernorm(h, 1, D, hidden + (T - 1) * ld_hidden, ld_hidden, &w->hidden_norm, ws->global, D);
     const float *global = ws->global;
 
     /* 2. question_vectors = mean over each instruction span; the prior's anchor
-     *    normalize(question_vector + global_vector) */
+     *    question_vector + global_vector (normalised where the prior uses it) */
+    const span_source hidden_rows = {.kind = SPAN_ROWS_HIDDEN, .hidden = hidden,
+                                     .ld_hidden = ld_hidden, .n_tokens = T};
+    const span_source lexical_rows = {.kind = SPAN_ROWS_LEXICAL, .ids = rec->ids, .lm = lm};
     clef_span spans[CLEF_HEAD_OPTION_CHUNK];
     for (int64_t q0 = 0; q0 < Q; q0 += CLEF_HEAD_OPTION_CHUNK) {
         int64_t n = Q - q0 < CLEF_HEAD_OPTION_CHUNK ? Q - q0 : CLEF_HEAD_OPTION_CHUNK;
         for (int64_t i = 0; i < n; i++)
             spans[i] = rec->questions[q0 + i].instruction;
-        span_means(h, hidden, ld_hidden, spans, n, ws->question_vec + q0 * D);
+        if ((st = span_means(h, &hidden_rows, spans, n, ws->question_vec + q0 * D)))
+            return st;
     }
-    for (int64_t q = 0; q < Q; q++) {
-        const float *qv = ws->question_vec + q * D;
-        float *anchor = ws->anchor + q * D;
-        for (int64_t j = 0; j < D; j++)
-            anchor[j] = qv[j] + global[j];
-        double nrm = norm_d(anchor, D);
-        float inv = (float)(1.0 / (nrm > HEAD_NORMALIZE_EPS ? nrm : HEAD_NORMALIZE_EPS));
-        for (int64_t j = 0; j < D; j++)
-            anchor[j] *= inv;
-    }
+    clef_add_rows(be, Q, D, ws->question_vec, D, global, D, NULL, ws->anchor, D);
     /* option_question_projection(question_vectors[q]) once per question */
-    clef_matmul(h->be, Q, ws->question_vec, D, &w->option_question_projection, NULL,
+    clef_matmul(be, Q, ws->question_vec, D, &w->option_question_projection, NULL,
                 ws->question_opt, W, 0);
 
     /* 3. per option, in chunks: context = mean of N over the span, lexical = mean of the
      *    lm_head rows of its token ids; query = W_ctx context + W_lex lexical + W_optq qv;
-     *    prior = prior_scale * normalize(lexical) . anchor */
+     *    prior = prior_scale * normalize(lexical) . normalize(qv + g) */
     const float prior_scale = expf(fminf(w->prior_logit_scale, (float)log(100.0)));
-    int64_t chunk_q[CLEF_HEAD_OPTION_CHUNK];
-    int64_t chunk_n = 0, chunk_first = 0, opt = 0;
-    double *lex_acc = ws->acc; /* span_means is done with it when the lexical sums start */
-    for (int64_t q = 0; q < Q; q++) {
-        for (int32_t o = 0; o < rec->questions[q].n_options; o++, opt++) {
-            spans[chunk_n] = rec->questions[q].options[o];
-            chunk_q[chunk_n++] = q;
-            if (chunk_n < CLEF_HEAD_OPTION_CHUNK && opt + 1 < O)
+    for (int64_t q = 0, o0 = 0, chunk_n = 0; q < Q; q++) {
+        for (int32_t o = 0; o < rec->questions[q].n_options; o++) {
+            spans[chunk_n++] = rec->questions[q].options[o];
+            if (chunk_n < CLEF_HEAD_OPTION_CHUNK && o0 + chunk_n < O)
                 continue;
-            span_means(h, hidden, ld_hidden, spans, chunk_n, ws->option_ctx);
-            for (int64_t i = 0; i < chunk_n; i++) {
-                clef_span sp = spans[i];
-                float *lex = ws->option_lex + i * D;
-                for (int64_t j = 0; j < D; j++)
-                    lex_acc[j] = 0.0;
-                for (int32_t t = sp.begin; t < sp.end; t++) {
-                    if ((st = lm->read_row(lm->ctx, rec->ids[t], ws->lm_row)))
-                        return st;
-                    for (int64_t j = 0; j < D; j++)
-                        lex_acc[j] += ws->lm_row[j];
-                }
-                for (int64_t j = 0; j < D; j++)
-                    lex[j] = (float)(lex_acc[j] / (double)(sp.end - sp.begin));
-                double ln = norm_d(lex, D);
-                ws->prior[chunk_first + i] =
-                    prior_scale * (float)(dot_d(lex, ws->anchor + chunk_q[i] * D, D) /
-                                          (ln > HEAD_NORMALIZE_EPS ? ln : HEAD_NORMALIZE_EPS));
-            }
-            float *x = ws->options + chunk_first * W;
-            clef_matmul(h->be, chunk_n, ws->option_ctx, D, &w->option_context_projection, NULL,
-                        x, W, 0);
-            clef_matmul(h->be, chunk_n, ws->option_lex, D, &w->option_lexical_projection, NULL,
-                        x, W, 1);
-            for (int64_t i = 0; i < chunk_n; i++) /* + option_question_projection(qv) */
-                for (int64_t j = 0; j < W; j++)
-                    x[i * W + j] += ws->question_opt[chunk_q[i] * W + j];
-            chunk_first += chunk_n;
+            if ((st = span_means(h, &hidden_rows, spans, chunk_n, ws->option_ctx)) ||
+                (st = span_means(h, &lexical_rows, spans, chunk_n, ws->option_lex)))
+                return st;
+            clef_row_dot(be, chunk_n, D, ws->option_lex, D, NULL, ws->anchor, D,
+                         ws->opt_question + o0, prior_scale, (float)HEAD_NORMALIZE_EPS,
+                         ws->prior + o0);
+            float *x = ws->options + o0 * W;
+            clef_matmul(be, chunk_n, ws->option_ctx, D, &w->option_context_projection, NULL, x,
+                        W, 0);
+            clef_matmul(be, chunk_n, ws->option_lex, D, &w->option_lexical_projection, NULL, x,
+                        W, 1);
+            /* + option_question_projection(qv) */
+            clef_add_rows(be, chunk_n, W, x, W, ws->question_opt, W, ws->opt_question + o0, x,
+                          W);
+            o0 += chunk_n;
             chunk_n = 0;
         }
     }
@@ -744,42 +744,32 @@ int clef_joint_head_forward(clef_joint_head *h, const float *hidden, int64_t ld_
 
     /* 5. fields = question_projection(qv) + option_summary_norm(sum_o softmax_o(o . base /
      *    sqrt(W)) o) + global_projection(g) + type_embedding(type) */
-    clef_matmul(h->be, Q, ws->question_vec, D, &w->question_projection, NULL, ws->base_fields,
-                W, 0);
-    clef_matmul(h->be, 1, global, D, &w->global_projection, NULL, ws->global_vec, W, 0);
-    for (int64_t q = 0, o0 = 0; q < Q; o0 += rec->questions[q].n_options, q++) {
-        const int64_t n = rec->questions[q].n_options;
-        const float *base = ws->base_fields + q * W;
-        float *summary = ws->summaries + q * W;
-        float *scores = ws->scores, *weights = ws->weights;
-        const double inv_sqrt_w = 1.0 / sqrt((double)W);
-        for (int64_t o = 0; o < n; o++)
-            scores[o] = (float)(dot_d(ws->options + (o0 + o) * W, base, W) * inv_sqrt_w);
-        softmax_d(scores, n, weights);
-        for (int64_t j = 0; j < W; j++) {
-            double s = 0.0;
-            for (int64_t o = 0; o < n; o++)
-                s += (double)weights[o] * ws->options[(o0 + o) * W + j];
-            summary[j] = (float)s;
-        }
-    }
+    clef_matmul(be, Q, ws->question_vec, D, &w->question_projection, NULL, ws->base_fields, W,
+                0);
+    clef_matmul(be, 1, global, D, &w->global_projection, NULL, ws->global_vec, W, 0);
+    clef_row_dot(be, O, W, ws->options, W, NULL, ws->base_fields, W, ws->opt_question,
+                 (float)(1.0 / sqrt((double)W)), 0.0f, ws->scores);
+    clef_segment_softmax(be, Q, ws->q_offsets, ws->scores, ws->weights);
+    for (int32_t q = 0, o0 = 0; q < Q; o0 += rec->questions[q].n_options, q++)
+        h->host.segs[q] = (clef_segment){.dst = q, .begin = o0,
+                                         .end = o0 + rec->questions[q].n_options,
+                                         .count = rec->questions[q].n_options};
+    if ((st = clef_backend_write(be, ws->segs, h->host.segs, (size_t)Q * sizeof(clef_segment))))
+        return st;
+    clef_segment_sum(be, Q, W, ws->segs, ws->options, W, ws->weights, ws->summaries, W);
     layernorm(h, Q, W, ws->summaries, W, &w->option_summary_norm, ws->summaries, W);
-    for (int64_t q = 0; q < Q; q++) {
-        float *f = ws->fields + q * W;
-        const float *type = w->type_embedding + (int64_t)rec->questions[q].type * W;
-        for (int64_t j = 0; j < W; j++)
-            f[j] = ((ws->base_fields[q * W + j] + ws->summaries[q * W + j]) + ws->global_vec[j]) +
-                   type[j];
-    }
+    clef_add(be, Q * W, ws->base_fields, ws->summaries, ws->fields);
+    clef_add_rows(be, Q, W, ws->fields, W, ws->global_vec, W, NULL, ws->fields, W);
+    clef_add_rows(be, Q, W, ws->fields, W, w->type_embedding, W, ws->q_type, ws->fields, W);
 
     /* 6. decoder layers (pre-norm): f += self_attn(norm1 f); f += multihead_attn(norm2 f, M);
      *    f += linear2(gelu(linear1(norm3 f))); then fields = field_norm(f) */
     for (int64_t i = 0; i < h->cfg.layers; i++) {
         const head_decoder_layer *d = &w->decoder[i];
         layernorm(h, Q, W, ws->fields, W, &d->norm1, ws->fields_a, W);
-        clef_matmul(h->be, Q, ws->fields_a, W, &d->self_attn.q, d->self_attn.q_bias,
+        clef_matmul(be, Q, ws->fields_a, W, &d->self_attn.q, d->self_attn.q_bias,
                     ws->fields_qkv, 3 * W, 0);
-        clef_matmul(h->be, Q, ws->fields_a, W, &d->self_attn.kv, d->self_attn.kv_bias,
+        clef_matmul(be, Q, ws->fields_a, W, &d->self_attn.kv, d->self_attn.kv_bias,
                     ws->fields_qkv + W, 3 * W, 0);
         attention(h, Q, ws->fields_qkv, 3 * W, Q, ws->fields_qkv + W, ws->fields_qkv + 2 * W,
                   3 * W, ws->fields_a);
@@ -797,43 +787,29 @@ int clef_joint_head_forward(clef_joint_head *h, const float *hidden, int64_t ld_
     layernorm(h, O, W, ws->options, W, &w->option_norm, ws->options_a, W);
     const float joint_scale = expf(fminf(w->joint_logit_scale, (float)log(100.0)));
     const float gate = 1.0f / (1.0f + expf(-w->residual_gate));
-    int64_t q_of_row = 0, q_end = rec->questions[0].n_options;
     for (int64_t r0 = 0; r0 < O; r0 += CLEF_HEAD_FF_CHUNK) {
         const int64_t rows = O - r0 < CLEF_HEAD_FF_CHUNK ? O - r0 : CLEF_HEAD_FF_CHUNK;
-        int64_t q = q_of_row, qe = q_end;
-        for (int64_t r = 0; r < rows; r++) {
-            while (r0 + r >= qe)
-                qe += rec->questions[++q].n_options;
-            const float *f = fields + q * W, *o = ws->options_a + (r0 + r) * W;
-            float *feat = ws->features + r * 4 * W;
-            for (int64_t j = 0; j < W; j++) {
-                feat[j] = f[j];
-                feat[W + j] = o[j];
-                feat[2 * W + j] = f[j] * o[j];
-                feat[3 * W + j] = fabsf(f[j] - o[j]);
-            }
-        }
+        const float *opts = ws->options_a + r0 * W;
+        const int32_t *q_of = ws->opt_question + r0;
+        clef_pair_features(be, rows, W, fields, W, q_of, opts, W, ws->features, 4 * W);
         linear(h, rows, ws->features, 4 * W, &w->scorer_in, ws->ff_hidden, W, 0);
-        clef_unary(h->be, CLEF_UNARY_GELU_ERF, rows * W, ws->ff_hidden, ws->ff_hidden);
+        clef_unary(be, CLEF_UNARY_GELU_ERF, rows * W, ws->ff_hidden, ws->ff_hidden);
         linear(h, rows, ws->ff_hidden, W, &w->scorer_out, ws->residual, 1, 0);
-        for (int64_t r = 0; r < rows; r++) {
-            while (r0 + r >= q_end)
-                q_end += rec->questions[++q_of_row].n_options;
-            const float *f = fields + q_of_row * W, *o = ws->options_a + (r0 + r) * W;
-            double nf = norm_d(f, W), no = norm_d(o, W);
-            double cosine = dot_d(f, o, W) / ((nf > HEAD_COSINE_EPS ? nf : HEAD_COSINE_EPS) *
-                                              (no > HEAD_COSINE_EPS ? no : HEAD_COSINE_EPS));
-            float joint = joint_scale * (float)cosine + ws->residual[r];
-            float logit = ws->prior[r0 + r] + gate * joint;
-            if (logits)
-                logits[r0 + r] = logit;
-            ws->prior[r0 + r] = logit; /* the prior is consumed: keep the logit for softmax */
-        }
+        float *joint = ws->scores + r0;
+        clef_row_dot(be, rows, W, fields, W, q_of, opts, W, NULL, joint_scale,
+                     (float)HEAD_COSINE_EPS, joint);
+        clef_add(be, rows, joint, ws->residual, joint);
+        clef_axpy(be, rows, gate, joint, ws->prior + r0); /* the prior becomes the logit */
     }
 
-    /* 8. probabilities = softmax over each question's options */
+    /* 8. probabilities = softmax over each question's options; the only reads of the head */
     if (probs)
-        for (int64_t q = 0, o0 = 0; q < Q; o0 += rec->questions[q].n_options, q++)
-            softmax_d(ws->prior + o0, rec->questions[q].n_options, probs + o0);
+        clef_segment_softmax(be, Q, ws->q_offsets, ws->prior, ws->weights);
+    if ((st = clef_backend_synchronize(be)))
+        return st;
+    if (logits && (st = clef_backend_read(be, logits, ws->prior, (size_t)O * sizeof(float))))
+        return st;
+    if (probs && (st = clef_backend_read(be, probs, ws->weights, (size_t)O * sizeof(float))))
+        return st;
     return CLEF_OK;
 }

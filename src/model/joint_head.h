@@ -21,7 +21,13 @@
  * normalised in row chunks as they are read, so the workspace holds no [options, D] or [T, D]
  * array; the feed-forward layers run in row chunks for the same reason.
  * The lm_head matrix is never resident: the caller supplies a row reader, and only the rows of
- * option-span token ids are read.
+ * option-span token ids are read, CLEF_HEAD_FF_CHUNK at a time into a host staging buffer
+ * that is uploaded to the backend, where a segment_sum op takes their means.
+ *
+ * The head never dereferences backend memory on the host (any backend works, including one
+ * whose memory the host cannot read): every computation is an op of the table, the index
+ * arrays it needs are uploaded with clef_backend_write, and the logits and probabilities
+ * come back with clef_backend_read after clef_backend_synchronize.
  *
  * Thread safety: a loaded head is read-only, but its workspace is not: one forward at a time
  * per clef_joint_head (the model runs the records of a packed batch through it one by one).
@@ -77,13 +83,14 @@ size_t clef_joint_head_workspace_bytes(const clef_joint_head *head);
 
 /* Run the head over one record.
  *   hidden [rec->n_tokens, hidden_size] fp32 (backend memory, row stride ld_hidden): the
- *     backbone's final hidden states; only read (LayerNorm'd CLEF_HEAD_FF_CHUNK rows at a
- *     time, so no normalised [T, D] copy is ever held).
+ *     backbone's final hidden states; only read, by ops (LayerNorm'd CLEF_HEAD_FF_CHUNK rows
+ *     at a time, so no normalised [T, D] copy is ever held).
  *   rec: token ids and spans (checked here: spans inside [0, n_tokens), begin < end, ids in
  *     the vocabulary, counts within the planned limits).
  *   lm: reader of lm_head rows.
  *   logits, probs: [total options] host arrays, questions in document order, options in
- *     presented order; probs = softmax of each question's logits. Either may be NULL.
+ *     presented order; probs = softmax of each question's logits. Either may be NULL. The
+ *     forward synchronizes the backend before it returns.
  * Failure: CLEF_ERR_REQUEST_INVALID (bad span or id), CLEF_ERR_REQUEST_TOO_LONG (over the
  * planned limits), or the status of the row reader. */
 int clef_joint_head_forward(clef_joint_head *head, const float *hidden, int64_t ld_hidden,

@@ -1,15 +1,14 @@
 /*
  * qwen35_load.c — from a text config and a tensor source to a ready model: check the config,
- * check every tensor (present, dtype allowed for its role, shape as the config says) and
- * place it once on the backend, then plan the RunState for (max_tokens, max_seq_len) so the
+ * check every tensor (present, dtype allowed for its role, shape as the config says, format
+ * run by the backend) and place it once on the backend through the shared weight loader, then plan the RunState for (max_tokens, max_seq_len) so the
  * forward never allocates. Failures name the tensor with expected vs got.
  */
 #include "model/qwen35_internal.h"
+#include "model/weight_loader.h"
 
 #include "core/error.h"
 #include "core/log.h"
-#include "core/numeric.h"
-#include "core/shape.h"
 #include "release/config.h"
 
 #include <stdio.h>
@@ -77,120 +76,23 @@ static int check_config(const clef_text_config *c, int64_t *rot_dims) {
     return CLEF_OK;
 }
 
-/* ---- tensors --------------------------------------------------------------------------- */
+/* ---- tensors ---------------------------------------------------------------------------
+ * Through the shared weight loader (weight_loader.h): matrices keep their stored format
+ * (F32, BF16, F16 as the backend runs them), vectors become fp32. */
 
-static const clef_tensor_info *find_tensor(const clef_tensor_source *src, const char *name, int *status) {
-    const clef_tensor_info *t = src->find(src->ctx, name);
-    *status = t ? CLEF_OK : clef_fail(CLEF_ERR_TENSOR_MISSING, "tensor '%s' is missing", name);
-    return t;
+static int load_matrix(clef_weight_loader *L, const char *name, int64_t rows, int64_t cols, clef_matrix *out) {
+    return clef_weight_load_matrix(L, name, rows, cols, out);
 }
 
-static int check_shape(const clef_tensor_info *t, const int64_t *want, int n) {
-    int same = t->n_dims == n;
-    for (int i = 0; same && i < n; i++)
-        same = t->shape[i] == want[i];
-    if (same)
-        return CLEF_OK;
-    char got[96], exp[96];
-    return clef_fail(CLEF_ERR_TENSOR_SHAPE, "tensor '%s' has shape %s, config says %s", t->name,
-                     clef_shape_str(t->shape, t->n_dims, got, sizeof got), clef_shape_str(want, n, exp, sizeof exp));
+static int load_vector(clef_weight_loader *L, const char *name, const int64_t *shape, int n_dims, float **out) {
+    return clef_weight_load_vector(L, name, shape, n_dims, out);
 }
 
-/* Read t into dst (backend memory), through a host staging copy when the backend's memory
- * is not host-visible. */
-static int read_into(qwen35_model *m, const clef_tensor_source *src, const clef_tensor_info *t, void *dst) {
-    if (m->be->host_visible)
-        return src->read(src->ctx, t, dst);
-    void *host = malloc(t->n_bytes ? t->n_bytes : 1);
-    if (!host)
-        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory staging %llu bytes", t->name,
-                         (unsigned long long)t->n_bytes);
-    int st = src->read(src->ctx, t, host);
-    if (st == CLEF_OK)
-        st = clef_backend_write(m->be, dst, host, t->n_bytes);
-    free(host);
-    return st;
+static int load_vec1(clef_weight_loader *L, const char *name, int64_t n, float **out) {
+    return clef_weight_load_vector(L, name, &n, 1, out);
 }
 
-/* A weight matrix [rows, cols], kept in its stored type (BF16 or F32). */
-static int load_matrix(qwen35_model *m, const clef_tensor_source *src, const char *name, int64_t rows,
-                       int64_t cols, clef_matrix *out) {
-    int st;
-    const clef_tensor_info *t = find_tensor(src, name, &st);
-    if (!t)
-        return st;
-    const int64_t want[2] = {rows, cols};
-    if ((st = check_shape(t, want, 2)) != CLEF_OK)
-        return st;
-    clef_wtype type;
-    if (t->dtype == CLEF_DTYPE_BF16)
-        type = CLEF_WTYPE_BF16;
-    else if (t->dtype == CLEF_DTYPE_F32)
-        type = CLEF_WTYPE_F32;
-    else
-        return clef_fail(CLEF_ERR_TENSOR_DTYPE, "tensor '%s' has dtype %s, expected BF16 or F32", name,
-                         clef_dtype_name(t->dtype));
-    void *buf = clef_buffer_set_alloc(&m->buffers, t->n_bytes);
-    if (!buf)
-        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory for %llu bytes", name,
-                         (unsigned long long)t->n_bytes);
-    if ((st = read_into(m, src, t, buf)) != CLEF_OK)
-        return clef_fail_prefix(st, "tensor '%s'", name);
-    m->weight_bytes += t->n_bytes;
-    *out = (clef_matrix){type, rows, cols, cols, buf, NULL};
-    return CLEF_OK;
-}
-
-/* A small fp32 vector of n elements (norm weights, conv taps, gate parameters) stored as
- * BF16, F16 or F32 with the given shape; converted to fp32 once, here. */
-static int load_vector(qwen35_model *m, const clef_tensor_source *src, const char *name, const int64_t *shape,
-                       int n_dims, float **out) {
-    int st;
-    const clef_tensor_info *t = find_tensor(src, name, &st);
-    if (!t)
-        return st;
-    if ((st = check_shape(t, shape, n_dims)) != CLEF_OK)
-        return st;
-    int64_t n = 1;
-    for (int i = 0; i < n_dims; i++)
-        n *= shape[i];
-    if (t->dtype != CLEF_DTYPE_BF16 && t->dtype != CLEF_DTYPE_F16 && t->dtype != CLEF_DTYPE_F32)
-        return clef_fail(CLEF_ERR_TENSOR_DTYPE, "tensor '%s' has dtype %s, expected BF16, F16 or F32", name,
-                         clef_dtype_name(t->dtype));
-    void *raw = malloc(t->n_bytes ? t->n_bytes : 1);
-    float *host = malloc(sizeof(float) * (size_t)n);
-    float *buf = clef_buffer_set_alloc(&m->buffers, sizeof(float) * (size_t)n);
-    if (!raw || !host || !buf) {
-        free(raw);
-        free(host);
-        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory", name);
-    }
-    st = src->read(src->ctx, t, raw);
-    if (st == CLEF_OK) {
-        for (int64_t i = 0; i < n; i++) {
-            if (t->dtype == CLEF_DTYPE_BF16)
-                host[i] = clef_bf16_to_f32(((const uint16_t *)raw)[i]);
-            else if (t->dtype == CLEF_DTYPE_F16)
-                host[i] = clef_f16_to_f32(((const uint16_t *)raw)[i]);
-            else
-                host[i] = ((const float *)raw)[i];
-        }
-        st = clef_backend_write(m->be, buf, host, sizeof(float) * (size_t)n);
-    } else {
-        st = clef_fail_prefix(st, "tensor '%s'", name);
-    }
-    free(raw);
-    free(host);
-    m->weight_bytes += sizeof(float) * (size_t)n;
-    *out = buf;
-    return st;
-}
-
-static int load_vec1(qwen35_model *m, const clef_tensor_source *src, const char *name, int64_t n, float **out) {
-    return load_vector(m, src, name, &n, 1, out);
-}
-
-static int load_layer(qwen35_model *m, const clef_tensor_source *src, int64_t i, qwen35_layer *L) {
+static int load_layer(qwen35_model *m, clef_weight_loader *src, int64_t i, qwen35_layer *L) {
     const clef_text_config *c = &m->cfg;
     const int64_t D = c->hidden_size, F = c->intermediate_size;
     char name[160];
@@ -200,32 +102,32 @@ static int load_layer(qwen35_model *m, const clef_tensor_source *src, int64_t i,
     if ((st = (expr)) != CLEF_OK)  \
         return st;
     L->type = c->layer_types[i];
-    TRY(load_vec1(m, src, NAME("input_layernorm.weight"), D, &L->input_norm));
-    TRY(load_vec1(m, src, NAME("post_attention_layernorm.weight"), D, &L->post_norm));
-    TRY(load_matrix(m, src, NAME("mlp.gate_proj.weight"), F, D, &L->mlp_gate));
-    TRY(load_matrix(m, src, NAME("mlp.up_proj.weight"), F, D, &L->mlp_up));
-    TRY(load_matrix(m, src, NAME("mlp.down_proj.weight"), D, F, &L->mlp_down));
+    TRY(load_vec1(src, NAME("input_layernorm.weight"), D, &L->input_norm));
+    TRY(load_vec1(src, NAME("post_attention_layernorm.weight"), D, &L->post_norm));
+    TRY(load_matrix(src, NAME("mlp.gate_proj.weight"), F, D, &L->mlp_gate));
+    TRY(load_matrix(src, NAME("mlp.up_proj.weight"), F, D, &L->mlp_up));
+    TRY(load_matrix(src, NAME("mlp.down_proj.weight"), D, F, &L->mlp_down));
     if (L->type == CLEF_LAYER_LINEAR_ATTENTION) {
         const int64_t Hv = c->linear_num_value_heads, dv = c->linear_value_head_dim;
         const int64_t K = c->linear_num_key_heads * c->linear_key_head_dim, Vd = Hv * dv, Cc = 2 * K + Vd;
         const int64_t conv_shape[3] = {Cc, 1, c->linear_conv_kernel_dim};
-        TRY(load_matrix(m, src, NAME("linear_attn.in_proj_qkv.weight"), Cc, D, &L->in_qkv));
-        TRY(load_matrix(m, src, NAME("linear_attn.in_proj_z.weight"), Vd, D, &L->in_z));
-        TRY(load_matrix(m, src, NAME("linear_attn.in_proj_b.weight"), Hv, D, &L->in_b));
-        TRY(load_matrix(m, src, NAME("linear_attn.in_proj_a.weight"), Hv, D, &L->in_a));
-        TRY(load_vector(m, src, NAME("linear_attn.conv1d.weight"), conv_shape, 3, &L->conv_w));
-        TRY(load_vec1(m, src, NAME("linear_attn.dt_bias"), Hv, &L->dt_bias));
-        TRY(load_vec1(m, src, NAME("linear_attn.A_log"), Hv, &L->a_log));
-        TRY(load_vec1(m, src, NAME("linear_attn.norm.weight"), dv, &L->gdn_norm));
-        TRY(load_matrix(m, src, NAME("linear_attn.out_proj.weight"), D, Vd, &L->out_proj));
+        TRY(load_matrix(src, NAME("linear_attn.in_proj_qkv.weight"), Cc, D, &L->in_qkv));
+        TRY(load_matrix(src, NAME("linear_attn.in_proj_z.weight"), Vd, D, &L->in_z));
+        TRY(load_matrix(src, NAME("linear_attn.in_proj_b.weight"), Hv, D, &L->in_b));
+        TRY(load_matrix(src, NAME("linear_attn.in_proj_a.weight"), Hv, D, &L->in_a));
+        TRY(load_vector(src, NAME("linear_attn.conv1d.weight"), conv_shape, 3, &L->conv_w));
+        TRY(load_vec1(src, NAME("linear_attn.dt_bias"), Hv, &L->dt_bias));
+        TRY(load_vec1(src, NAME("linear_attn.A_log"), Hv, &L->a_log));
+        TRY(load_vec1(src, NAME("linear_attn.norm.weight"), dv, &L->gdn_norm));
+        TRY(load_matrix(src, NAME("linear_attn.out_proj.weight"), D, Vd, &L->out_proj));
     } else {
         const int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, d = c->head_dim;
-        TRY(load_matrix(m, src, NAME("self_attn.q_proj.weight"), Hq * 2 * d, D, &L->q_proj));
-        TRY(load_matrix(m, src, NAME("self_attn.k_proj.weight"), Hkv * d, D, &L->k_proj));
-        TRY(load_matrix(m, src, NAME("self_attn.v_proj.weight"), Hkv * d, D, &L->v_proj));
-        TRY(load_matrix(m, src, NAME("self_attn.o_proj.weight"), D, Hq * d, &L->o_proj));
-        TRY(load_vec1(m, src, NAME("self_attn.q_norm.weight"), d, &L->q_norm));
-        TRY(load_vec1(m, src, NAME("self_attn.k_norm.weight"), d, &L->k_norm));
+        TRY(load_matrix(src, NAME("self_attn.q_proj.weight"), Hq * 2 * d, D, &L->q_proj));
+        TRY(load_matrix(src, NAME("self_attn.k_proj.weight"), Hkv * d, D, &L->k_proj));
+        TRY(load_matrix(src, NAME("self_attn.v_proj.weight"), Hkv * d, D, &L->v_proj));
+        TRY(load_matrix(src, NAME("self_attn.o_proj.weight"), D, Hq * d, &L->o_proj));
+        TRY(load_vec1(src, NAME("self_attn.q_norm.weight"), d, &L->q_norm));
+        TRY(load_vec1(src, NAME("self_attn.k_norm.weight"), d, &L->k_norm));
     }
 #undef NAME
 #undef TRY
@@ -334,13 +236,16 @@ int qwen35_load(const clef_text_config *cfg, const clef_tensor_source *src, clef
     }
     memcpy(m->layer_types, cfg->layer_types, sizeof(clef_layer_type) * (size_t)cfg->num_hidden_layers);
     m->cfg.layer_types = m->layer_types;
-    if ((st = load_matrix(m, src, "text.embed_tokens.weight", cfg->vocab_size, cfg->hidden_size, &m->w.embed)))
+    clef_weight_loader wl = clef_weight_loader_init(be, src, &m->buffers, NULL, "", "config");
+    st = load_matrix(&wl, "text.embed_tokens.weight", cfg->vocab_size, cfg->hidden_size, &m->w.embed);
+    if (st == CLEF_OK)
+        st = load_vec1(&wl, "text.norm.weight", cfg->hidden_size, &m->w.final_norm);
+    for (int64_t i = 0; st == CLEF_OK && i < cfg->num_hidden_layers; i++)
+        st = load_layer(m, &wl, i, &m->w.layers[i]);
+    m->weight_bytes = wl.bytes;
+    clef_weight_loader_free(&wl);
+    if (st != CLEF_OK)
         goto err;
-    if ((st = load_vec1(m, src, "text.norm.weight", cfg->hidden_size, &m->w.final_norm)))
-        goto err;
-    for (int64_t i = 0; i < cfg->num_hidden_layers; i++)
-        if ((st = load_layer(m, src, i, &m->w.layers[i])) != CLEF_OK)
-            goto err;
     if ((st = plan_state(m)) != CLEF_OK)
         goto err;
     CLEF_LOG_I("qwen35: %lld layers, hidden %lld, weights %.1f MiB, run state %.1f MiB for %lld tokens",

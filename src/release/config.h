@@ -28,7 +28,6 @@ int clef_head_config_parse(const char *text, size_t len, const char *file,
 
 void clef_config_free(clef_release_config *cfg); /* frees owned arrays; accepts zeroed */
 
-/* Rotary dimensions of attention heads: head_dim * partial_rotary_factor. */
-int64_t clef_text_rotary_dim(const clef_text_config *t);
+/* clef_text_rotary_dim is public (clef_release.h). */
 
 #endif /* CLEF_RELEASE_CONFIG_H */

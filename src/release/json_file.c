@@ -13,8 +13,8 @@ int clef_release_json_parse(const char *text, size_t len, const char *file, int 
     if (rc == JSON_PARSE_NOMEM)
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "file '%s': out of memory", file);
     if (rc != 0)
-        return clef_fail(bad_status, "file '%s' is not valid JSON: %s at line %d column %d", file,
-                         err.msg, err.line, err.column);
+        return clef_fail(bad_status, "file '%s' is not valid JSON: %s at line %d column %d (byte %zu)",
+                         file, err.msg, err.line, err.column, err.offset);
     json_type type = json_doc_root(*doc)->type;
     if (type != JSON_OBJECT) {
         json_doc_free(*doc);

@@ -10,6 +10,7 @@
 #include "release/json_file.h"
 #include "release/path.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -87,22 +88,23 @@ int clef_manifest_check(const clef_manifest *m, const char *dir, const char *dir
                         clef_progress_fn progress, void *progress_user) {
     for (size_t i = 0; i < m->count; i++) {
         const clef_manifest_file *f = &m->files[i];
-        char *full = NULL;
-        int rc = clef_release_resolve(dir, dir_real, f->path, MANIFEST_NAME, CLEF_ERR_MANIFEST_FILE,
-                                      &full);
+        clef_file file;
+        int rc = clef_release_open_file(dir, dir_real, f->path, MANIFEST_NAME,
+                                        CLEF_ERR_MANIFEST_FILE, &file);
+        if (rc == CLEF_ERR_NOT_REGULAR) {
+            char why[512]; /* clef_fail would overwrite the message it formats from */
+            snprintf(why, sizeof why, "%s", clef_last_error());
+            return clef_fail(CLEF_ERR_MANIFEST_FILE, "file '%s' lists '%s': %s", MANIFEST_NAME,
+                             f->path, why);
+        }
         if (rc != CLEF_OK)
             return rc;
-        struct stat st;
-        if (stat(full, &st) != 0 || !S_ISREG(st.st_mode)) {
-            rc = clef_fail(CLEF_ERR_MANIFEST_FILE, "file '%s' lists '%s', which is not a regular file",
-                           MANIFEST_NAME, f->path);
-        } else if ((uint64_t)st.st_size != f->size) {
+        if (file.size != f->size)
             rc = clef_fail(CLEF_ERR_MANIFEST_SIZE,
                            "file '%s' is %llu bytes, complete.json says %llu (truncated or "
                            "corrupted download?)",
-                           f->path, (unsigned long long)st.st_size, (unsigned long long)f->size);
-        }
-        free(full);
+                           f->path, (unsigned long long)file.size, (unsigned long long)f->size);
+        clef_file_close(&file);
         if (rc != CLEF_OK)
             return rc;
     }
@@ -112,12 +114,13 @@ int clef_manifest_check(const clef_manifest *m, const char *dir, const char *dir
         const clef_manifest_file *f = &m->files[i];
         if (progress)
             progress(progress_user, f->path, i, m->count, f->size);
-        char *full = clef_path_join(dir, f->path);
-        if (!full)
-            return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory");
+        clef_file file;
+        int rc = clef_release_open_file(dir, dir_real, f->path, MANIFEST_NAME,
+                                        CLEF_ERR_MANIFEST_FILE, &file);
         char hex[65];
-        int rc = clef_sha256_file(full, hex);
-        free(full);
+        if (rc == CLEF_OK)
+            rc = clef_sha256_open_file(&file, hex);
+        clef_file_close(&file);
         if (rc != CLEF_OK)
             return rc;
         if (strcmp(hex, f->sha256) != 0)

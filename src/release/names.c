@@ -85,3 +85,41 @@ const char *clef_tensor_group_name(clef_tensor_group g) {
     };
     return (unsigned)g < CLEF_GROUP_COUNT ? names[g] : "?";
 }
+
+/* ---- precision and quantization companions ------------------------------------------------- */
+
+const char *clef_quant_method_name(clef_quant_method m) {
+    switch (m) {
+    case CLEF_QUANT_NONE: return "bf16";
+    case CLEF_QUANT_BNB_NF4: return "nf4";
+    case CLEF_QUANT_FP8_W8A8: return "fp8-w8a8";
+    case CLEF_QUANT_INT8_CONVROT: return "int8-convrot";
+    }
+    return "unknown";
+}
+
+/* The suffixes of formats.md's quantized layouts: NF4 (bitsandbytes), FP8 (compressed-tensors),
+ * INT8 ConvRot (comfy). */
+static const char *const companion_suffixes[] = {
+    ".absmax", ".quant_map", ".nested_absmax", ".nested_quant_map",
+    ".quant_state.bitsandbytes__nf4", ".weight_scale", ".input_scale", ".comfy_quant",
+};
+
+int clef_tensor_is_quant_companion(const char *name) {
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof companion_suffixes / sizeof companion_suffixes[0]; i++) {
+        size_t k = strlen(companion_suffixes[i]);
+        if (n >= k && strcmp(name + n - k, companion_suffixes[i]) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+uint64_t clef_tensor_param_count(const clef_tensor_info *t, clef_quant_method m) {
+    if (!t || clef_tensor_is_quant_companion(t->name))
+        return 0;
+    uint64_t n = t->n_bytes / clef_dtype_size(t->dtype);
+    if (m == CLEF_QUANT_BNB_NF4 && t->dtype == CLEF_DTYPE_U8)
+        n *= 2; /* two 4-bit values per byte */
+    return n;
+}

@@ -12,6 +12,8 @@
 #ifndef CLEF_RELEASE_NAMES_H
 #define CLEF_RELEASE_NAMES_H
 
+#include "clef_release.h"
+
 typedef enum clef_name_kind {
     CLEF_NAME_MODEL,    /* text.*, vision.*, lm_head.weight */
     CLEF_NAME_HEAD,     /* head.* */
@@ -23,20 +25,6 @@ typedef enum clef_name_kind {
  * malloc'd engine name (the stored name for UNKNOWN/IGNORED); NULL on out of memory. */
 clef_name_kind clef_name_to_engine(const char *stored, int in_head_file, char **engine);
 
-typedef enum clef_tensor_group {
-    CLEF_GROUP_EMBEDDINGS,
-    CLEF_GROUP_GDN,        /* text.layers.*.linear_attn.* */
-    CLEF_GROUP_ATTENTION,  /* text.layers.*.self_attn.* */
-    CLEF_GROUP_MLP,
-    CLEF_GROUP_NORMS,      /* text layer norms and the final norm */
-    CLEF_GROUP_VISION,
-    CLEF_GROUP_LM_HEAD,
-    CLEF_GROUP_HEAD,
-    CLEF_GROUP_OTHER,      /* ignored or unknown */
-    CLEF_GROUP_COUNT
-} clef_tensor_group;
-
-clef_tensor_group clef_tensor_group_of(const char *engine_name);
-const char *clef_tensor_group_name(clef_tensor_group g); /* "embeddings", "gdn", ... */
+/* Tensor groups (clef_tensor_group_of, clef_tensor_group_name) are public: clef_release.h. */
 
 #endif /* CLEF_RELEASE_NAMES_H */

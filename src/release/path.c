@@ -58,9 +58,12 @@ static int is_hf_cache_blob(const char *dir_real, const char *real) {
     return stat(real, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int clef_release_resolve(const char *dir, const char *dir_real, const char *name,
-                         const char *source, int missing_status, char **full) {
+/* resolve, keeping the real path too (for the no-follow open). */
+static int resolve_both(const char *dir, const char *dir_real, const char *name, const char *source,
+                        int missing_status, char **full, char **real_out) {
     *full = NULL;
+    if (real_out)
+        *real_out = NULL;
     if (!name_is_plain(name))
         return clef_fail(CLEF_ERR_SHARD_PATH,
                          "file '%s' names '%.200s', which is not a plain relative path inside the "
@@ -73,7 +76,11 @@ int clef_release_resolve(const char *dir, const char *dir_real, const char *name
     if (!real) {
         int e = errno;
         int rc;
-        if (e != ENOENT)
+        struct stat lst;
+        if (e == ENOENT && lstat(joined, &lst) == 0 && S_ISLNK(lst.st_mode))
+            rc = clef_fail(missing_status, "file '%s' of release '%s' is a symlink to nothing "
+                           "(dangling link)", name, dir);
+        else if (e != ENOENT)
             rc = clef_fail(CLEF_ERR_IO, "cannot resolve '%s' (named by '%s'): %s", joined,
                            source ? source : dir, strerror(e));
         else if (source)
@@ -87,15 +94,96 @@ int clef_release_resolve(const char *dir, const char *dir_real, const char *name
     size_t n = strlen(dir_real);
     int inside = strncmp(real, dir_real, n) == 0 && (real[n] == '/' || (n == 1 && dir_real[0] == '/'));
     if (!inside && !is_hf_cache_blob(dir_real, real)) {
-        int rc = clef_fail(CLEF_ERR_SHARD_PATH,
-                           "file '%s' names '%s', which resolves to '%s' outside the release "
-                           "directory '%s' (symlink out)",
-                           source ? source : dir, name, real, dir_real);
+        int rc = source
+                     ? clef_fail(CLEF_ERR_SHARD_PATH,
+                                 "file '%s' names '%s', which resolves to '%s' outside the release "
+                                 "directory '%s' (symlink out)",
+                                 source, name, real, dir_real)
+                     : clef_fail(CLEF_ERR_SHARD_PATH,
+                                 "file '%s' of release '%s' resolves to '%s', outside the release "
+                                 "directory '%s' (symlink out): refused, not read",
+                                 name, dir, real, dir_real);
         free(real);
         free(joined);
         return rc;
     }
-    free(real);
+    if (real_out)
+        *real_out = real;
+    else
+        free(real);
     *full = joined;
     return CLEF_OK;
+}
+
+int clef_release_resolve(const char *dir, const char *dir_real, const char *name,
+                         const char *source, int missing_status, char **full) {
+    return resolve_both(dir, dir_real, name, source, missing_status, full, NULL);
+}
+
+int clef_release_open_file(const char *dir, const char *dir_real, const char *name,
+                           const char *source, int missing_status, clef_file *f) {
+    f->fd = -1;
+    f->size = 0;
+    f->path = NULL;
+    char *own_real_dir = NULL;
+    if (!dir_real) {
+        own_real_dir = realpath(dir, NULL);
+        if (!own_real_dir)
+            return clef_fail(errno == ENOENT ? CLEF_ERR_FILE_MISSING : CLEF_ERR_IO,
+                             "release directory '%s' does not exist or cannot be resolved", dir);
+        dir_real = own_real_dir;
+    }
+    char *full = NULL, *real = NULL;
+    int rc = resolve_both(dir, dir_real, name, source, missing_status, &full, &real);
+    if (rc == CLEF_OK) {
+        rc = clef_file_open_nofollow(f, real, full);
+        if (rc == CLEF_ERR_FILE_MISSING) /* removed since realpath: report as absent */
+            rc = clef_fail(missing_status, "release '%s' has no %s", dir, name);
+    }
+    free(full);
+    free(real);
+    free(own_real_dir);
+    return rc;
+}
+
+int clef_release_read_small(const char *dir, const char *dir_real, const char *name, size_t cap,
+                            int missing_status, char **text, size_t *len) {
+    *text = NULL;
+    if (len)
+        *len = 0;
+    clef_file f;
+    int rc = clef_release_open_file(dir, dir_real, name, NULL, missing_status, &f);
+    if (rc != CLEF_OK)
+        return rc;
+    if (f.size > cap) {
+        rc = clef_fail(CLEF_ERR_IO, "file '%s' is %llu bytes, over the %zu-byte limit", f.path,
+                       (unsigned long long)f.size, cap);
+        clef_file_close(&f);
+        return rc;
+    }
+    char *buf = malloc((size_t)f.size + 1);
+    if (!buf) {
+        clef_file_close(&f);
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory reading '%s'", name);
+    }
+    size_t size = (size_t)f.size;
+    rc = clef_file_pread(&f, buf, size, 0);
+    clef_file_close(&f);
+    if (rc != CLEF_OK) {
+        free(buf);
+        return rc;
+    }
+    buf[size] = '\0';
+    *text = buf;
+    if (len)
+        *len = size;
+    return CLEF_OK;
+}
+
+int clef_release_has_file(const char *dir, const char *name) {
+    char *p = clef_path_join(dir, name);
+    struct stat st;
+    int ok = p && lstat(p, &st) == 0;
+    free(p);
+    return ok;
 }

@@ -77,23 +77,13 @@ clef_release_opts clef_release_default_opts(void) {
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
-static int file_exists(const char *dir, const char *name) {
-    char *p = clef_path_join(dir, name);
-    struct stat st;
-    int ok = p && stat(p, &st) == 0;
-    free(p);
-    return ok;
-}
+/* Present as anything at all (a dangling link or a FIFO included): an optional file that is
+ * there is opened, and refused by the open rules of path.h, rather than skipped. */
+static int file_exists(const char *dir, const char *name) { return clef_release_has_file(dir, name); }
 
 static int read_small(const clef_release *rel, const char *name, char **text, size_t *len) {
-    char *p = clef_path_join(rel->dir, name);
-    if (!p)
-        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory");
-    int rc = clef_read_file(p, SMALL_FILE_CAP, text, len);
-    free(p);
-    if (rc == CLEF_ERR_FILE_MISSING)
-        return clef_fail(rc, "release '%s' has no %s", rel->dir, name);
-    return rc;
+    return clef_release_read_small(rel->dir, rel->dir_real, name, SMALL_FILE_CAP,
+                                   CLEF_ERR_FILE_MISSING, text, len);
 }
 
 /* Record the current error message as a problem. Returns status; if memory runs out the
@@ -142,30 +132,21 @@ const clef_tensor_info *clef_release_find(const clef_release *rel, const char *e
 
 static int add_file(clef_release *rel, const char *name, const char *source, int missing_status,
                     int is_head) {
-    char *full = NULL;
-    int rc = clef_release_resolve(rel->dir, rel->dir_real, name, source, missing_status, &full);
-    if (rc != CLEF_OK)
-        return rc;
     release_file *files = realloc(rel->files, (rel->n_files + 1) * sizeof *files);
-    if (!files) {
-        free(full);
+    if (!files)
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory");
-    }
     rel->files = files;
     release_file *f = &files[rel->n_files];
     memset(f, 0, sizeof *f);
     f->file.fd = -1;
     f->is_head = is_head;
     f->name = strdup(name);
-    if (!f->name) {
-        free(full);
+    if (!f->name)
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory");
-    }
     rel->n_files++;
-    rc = clef_file_open(&f->file, full);
-    free(full);
+    int rc = clef_release_open_file(rel->dir, rel->dir_real, name, source, missing_status, &f->file);
     if (rc != CLEF_OK)
-        return rc; /* resolve saw the file a moment ago: a race, reported as is */
+        return rc;
     rc = st_read_header(&f->file, name, &f->header);
     if (rc != CLEF_OK)
         return rc;
@@ -423,6 +404,60 @@ static int check_model(clef_release *rel, const clef_release_opts *opts) {
     return hard;
 }
 
+/* ---- weight values (inspect --verify) -------------------------------------------------------- */
+
+#define SCAN_PIECE ((size_t)16 << 20)
+
+int clef_release_scan_values(clef_release *rel, int keep_going, clef_progress_fn progress,
+                             void *progress_user) {
+    if (!rel)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_release_scan_values: rel is NULL");
+    unsigned char *buf = malloc(SCAN_PIECE);
+    if (!buf)
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory scanning weights");
+    int first_rc = CLEF_OK;
+    rel->summary.values_scanned = 0;
+    for (size_t i = 0; i < rel->n_tensors; i++) {
+        const clef_tensor_info *t = &rel->tensors[i];
+        size_t esize = clef_dtype_size(t->dtype);
+        if (t->dtype != CLEF_DTYPE_BF16 && t->dtype != CLEF_DTYPE_F16 &&
+            t->dtype != CLEF_DTYPE_F32 && t->dtype != CLEF_DTYPE_F8_E4M3)
+            continue;
+        if (progress)
+            progress(progress_user, t->stored_name, i, rel->n_tensors, t->n_bytes);
+        const release_file *f = &rel->files[t->file];
+        size_t piece = SCAN_PIECE - SCAN_PIECE % esize;
+        int rc = CLEF_OK;
+        for (uint64_t done = 0; done < t->n_bytes && rc == CLEF_OK; done += piece) {
+            size_t n = t->n_bytes - done < piece ? (size_t)(t->n_bytes - done) : piece;
+            rc = clef_file_pread(&f->file, buf, n, t->offset + done);
+            if (rc == CLEF_OK)
+                rc = clef_check_weight_finite(t, f->name, buf, n, done / esize);
+        }
+        rel->summary.values_scanned++;
+        if (rc == CLEF_OK)
+            continue;
+        if (rc != CLEF_ERR_TENSOR_VALUES) { /* I/O: stop */
+            free(buf);
+            return rc;
+        }
+        add_problem(rel, rc);
+        if (first_rc == CLEF_OK)
+            first_rc = rc;
+        if (!keep_going)
+            break;
+    }
+    free(buf);
+    if (progress)
+        progress(progress_user, NULL, rel->n_tensors, rel->n_tensors, 0);
+    if (rel->problems_oom)
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory recording the release's problems");
+    if (first_rc != CLEF_OK && !keep_going)
+        return clef_fail(first_rc, "%s", rel->problems[rel->n_problems - 1].message);
+    rel->summary.values_checked = 1;
+    return CLEF_OK;
+}
+
 /* ---- open / free ----------------------------------------------------------------------------- */
 
 static int load_configs(clef_release *rel, const clef_release_opts *opts) {
@@ -592,6 +627,11 @@ uint64_t clef_release_file_tensor_bytes(const clef_release *rel, size_t i) {
 }
 
 const char *clef_release_dir(const clef_release *rel) { return rel ? rel->dir : NULL; }
+
+/* What clef_model_load runs today: unquantized weights (it refuses the others by name). */
+int clef_release_runnable(const clef_release *rel) {
+    return rel && rel->config.quant.method == CLEF_QUANT_NONE;
+}
 
 size_t clef_release_problem_count(const clef_release *rel) { return rel ? rel->n_problems : 0; }
 

@@ -204,11 +204,11 @@ int st_header_parse(const char *json, size_t len, uint64_t data_size, const char
                              file, jerr.key, jerr.line, jerr.column);
         if (prc == JSON_PARSE_DUPLICATE_KEY)
             return clef_fail(CLEF_ERR_ST_HEADER_SCHEMA,
-                             "file '%s': header has a %s at line %d column %d", file, jerr.msg,
-                             jerr.line, jerr.column);
+                             "file '%s': header has a %s at line %d column %d (header byte %zu)", file, jerr.msg,
+                             jerr.line, jerr.column, jerr.offset);
         return clef_fail(CLEF_ERR_ST_HEADER_JSON,
-                         "file '%s': header is not valid JSON: %s at line %d column %d", file,
-                         jerr.msg, jerr.line, jerr.column);
+                         "file '%s': header is not valid JSON: %s at line %d column %d (header byte %zu)", file,
+                         jerr.msg, jerr.line, jerr.column, jerr.offset);
     }
     const json_value *root = json_doc_root(out->doc);
     int rc = CLEF_OK;

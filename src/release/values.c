@@ -108,3 +108,64 @@ int clef_check_tensor_values(const clef_tensor_info *t, const void *data,
     }
     return CLEF_OK;
 }
+
+/* ---- non-finite weights ---------------------------------------------------------------------- */
+
+/* Bit tests rather than conversions: an all-ones exponent is NaN or Inf in each format. */
+uint64_t clef_count_nonfinite(clef_dtype dtype, const void *data, uint64_t n, uint64_t *first,
+                              int *first_nan) {
+    const unsigned char *p = data;
+    uint64_t count = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        int bad = 0, nan = 0;
+        switch (dtype) {
+        case CLEF_DTYPE_BF16: {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, 2);
+            bad = (h & 0x7F80u) == 0x7F80u;
+            nan = bad && (h & 0x007Fu);
+            break;
+        }
+        case CLEF_DTYPE_F16: {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, 2);
+            bad = (h & 0x7C00u) == 0x7C00u;
+            nan = bad && (h & 0x03FFu);
+            break;
+        }
+        case CLEF_DTYPE_F32: {
+            uint32_t u;
+            memcpy(&u, p + 4 * i, 4);
+            bad = (u & 0x7F800000u) == 0x7F800000u;
+            nan = bad && (u & 0x007FFFFFu);
+            break;
+        }
+        case CLEF_DTYPE_F8_E4M3:
+            bad = nan = (p[i] & 0x7Fu) == 0x7Fu;
+            break;
+        default:
+            return 0;
+        }
+        if (bad && count++ == 0) {
+            *first = i;
+            *first_nan = nan;
+        }
+    }
+    return count;
+}
+
+int clef_check_weight_finite(const clef_tensor_info *t, const char *file, const void *data,
+                             uint64_t n_bytes, uint64_t offset_elems) {
+    /* the count is not reported: a piece-wise check sees only part of the tensor */
+    size_t esize = clef_dtype_size(t->dtype);
+    uint64_t first = 0;
+    int nan = 0;
+    uint64_t bad = clef_count_nonfinite(t->dtype, data, esize ? n_bytes / esize : 0, &first, &nan);
+    if (!bad)
+        return CLEF_OK;
+    return clef_fail(CLEF_ERR_TENSOR_VALUES,
+                     "file '%s': weight '%s' holds %s at element %llu: the release is damaged "
+                     "(a weight must be finite)",
+                     file, t->stored_name, nan ? "NaN" : "Inf",
+                     (unsigned long long)(offset_elems + first));
+}

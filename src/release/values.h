@@ -14,4 +14,17 @@
 int clef_check_tensor_values(const clef_tensor_info *t, const void *data,
                              const clef_expected_tensor *e, const char *file);
 
+/* Non-finite values among n elements of dtype at data: NaN and Inf of BF16, F16, F32, and the
+ * NaN codes of F8_E4M3 (0x7F, 0xFF); integer dtypes have none. Returns how many; when there
+ * is one, *first is the index of the first and *first_nan says whether it is a NaN (else
+ * +-Inf). Used on every weight at load and by `clef inspect --verify`. */
+uint64_t clef_count_nonfinite(clef_dtype dtype, const void *data, uint64_t n, uint64_t *first,
+                              int *first_nan);
+
+/* CLEF_OK, or CLEF_ERR_TENSOR_VALUES naming the weight (stored name, file), the first bad
+ * element, for the n_bytes of tensor t at data (offset_elems: index of data[0]
+ * within the tensor, when t is checked in pieces). */
+int clef_check_weight_finite(const clef_tensor_info *t, const char *file, const void *data,
+                             uint64_t n_bytes, uint64_t offset_elems);
+
 #endif /* CLEF_RELEASE_VALUES_H */

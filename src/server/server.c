@@ -1,7 +1,7 @@
 /*
  * server.c — the HTTP side of `clef serve` on libmicrohttpd: routing, bearer auth, request
  * ids, body collection under the cap, handing prepared requests to the scheduler, replies,
- * the access log, and start/shutdown (see server.h).
+ * the access log, and start/shutdown (see include/clef_server.h).
  *
  * libmicrohttpd runs an epoll loop on a small pool of threads (http_threads); a connection
  * costs no thread, so idle or slow clients cost a socket and a few KiB. A decision request is
@@ -16,7 +16,7 @@
  * The connection is always suspended BEFORE the job is submitted, so a job finishing at once
  * can never resume a connection that is not yet suspended.
  */
-#include "server/server.h"
+#include "clef_server.h"
 
 #include "core/error.h"
 #include "core/log.h"
@@ -281,7 +281,7 @@ static enum MHD_Result answer_models(request_ctx *rc) {
 
 static enum MHD_Result answer_metrics(request_ctx *rc) {
     clef_strbuf b = {0};
-    if (rc->srv->scheduler)
+    if (atomic_load(&rc->srv->state) == CLEF_SERVER_READY) /* scheduler published */
         server_metrics_queue_depth(rc->srv->metrics,
                                    server_scheduler_queue_depth(rc->srv->scheduler));
     server_metrics_render(rc->srv->metrics, &b);

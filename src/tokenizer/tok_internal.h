@@ -154,11 +154,12 @@ extern const uint16_t tok_byte_to_char[256];
 /* Byte of a byte-level char, or -1 if c is not one of the 256. */
 int tok_char_to_byte(uint32_t c);
 
-/* tok_load.c: fills tok (path set, rest zeroed) from the parsed tokenizer.json, reading
- * config_path (tokenizer_config.json, may be NULL) and building the given pipeline. */
+/* tok_load.c: fills tok (path set, rest zeroed) from the parsed tokenizer.json and the text
+ * of tokenizer_config.json (config_path NULL: none; config_path names it in messages), and
+ * builds the given pipeline. */
 struct json_value;
 int tok_load_json(tok_tokenizer *tok, const struct json_value *root, const char *config_path,
-                  tok_pipeline pipeline);
+                  const char *config_text, size_t config_len, tok_pipeline pipeline);
 
 /* An added token's declaration (content not owned). */
 typedef struct tok_token_spec {

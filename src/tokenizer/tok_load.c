@@ -466,18 +466,13 @@ int tok_config_token_id(const char *config_path, const char *key, int32_t *id) {
 
 /* ---- entry point ------------------------------------------------------------------------------ */
 
-static int parse_config(const char *config_path, json_doc **doc) {
-    char *text = NULL;
-    size_t len = 0;
-    int rc = clef_read_file(config_path, 64u << 20, &text, &len);
-    if (rc != CLEF_OK) return rc;
+static int parse_config(const char *config_path, const char *text, size_t len, json_doc **doc) {
     json_error err;
     int prc = json_parse(text, len, NULL, doc, &err);
-    free(text);
     if (prc == -2) return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "file '%s': out of memory parsing JSON", config_path);
     if (prc != 0)
-        return FAIL_FMT("file '%s': not valid JSON at line %d column %d: %s", config_path, err.line, err.column,
-                        err.msg);
+        return FAIL_FMT("file '%s': not valid JSON at line %d column %d (byte %zu): %s", config_path, err.line,
+                        err.column, err.offset, err.msg);
     if (json_doc_root(*doc)->type != JSON_OBJECT) return FAIL_FMT("file '%s': must be a JSON object", config_path);
     return CLEF_OK;
 }
@@ -536,9 +531,10 @@ static int load_with_config(tok_tokenizer *tok, const json_value *root, const js
     return rc;
 }
 
-int tok_load_json(tok_tokenizer *tok, const json_value *root, const char *config_path, tok_pipeline pipeline) {
+int tok_load_json(tok_tokenizer *tok, const json_value *root, const char *config_path, const char *config_text,
+                  size_t config_len, tok_pipeline pipeline) {
     json_doc *config = NULL;
-    int rc = config_path ? parse_config(config_path, &config) : CLEF_OK;
+    int rc = config_path ? parse_config(config_path, config_text, config_len, &config) : CLEF_OK;
     if (rc == CLEF_OK) rc = load_with_config(tok, root, config ? json_doc_root(config) : NULL, config_path, pipeline);
     json_doc_free(config);
     return rc;

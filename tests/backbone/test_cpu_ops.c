@@ -75,7 +75,8 @@ static void test_matmul_case(clef_backend *be, int64_t M, int64_t N, int64_t K, 
                 acc += (double)x[m * ldx + k] * wf[n * ldw + k];
             ref[m * N + n] = acc + (bias ? bias[n] : 0.0);
         }
-    clef_matrix w = {wt, N, K, ldw, wt == CLEF_WTYPE_BF16 ? (const void *)wb : (const void *)wf, NULL};
+    clef_matrix w = {.type = wt, .rows = N, .cols = K, .ld = ldw,
+                     .data = wt == CLEF_WTYPE_BF16 ? (const void *)wb : (const void *)wf};
     float sentinel = y[N]; /* first padding element of row 0 must stay untouched */
     clef_matmul(be, M, x, ldx, &w, bias, y, ldy, accumulate);
     float *got = malloc(sizeof(float) * (size_t)(M * N));
@@ -115,11 +116,11 @@ static void test_matmul_threads(void) {
     int64_t M = 77, N = 300, K = 600;
     float *x = rand_buf((size_t)(M * K), 1.0f), *w = rand_buf((size_t)(N * K), 1.0f);
     float *y1 = malloc(sizeof(float) * (size_t)(M * N)), *y3 = malloc(sizeof(float) * (size_t)(M * N));
-    clef_matrix wm = {CLEF_WTYPE_F32, N, K, K, w, NULL};
+    clef_matrix wm = {.type = CLEF_WTYPE_F32, .rows = N, .cols = K, .ld = K, .data = w};
     clef_matmul(b1, M, x, K, &wm, NULL, y1, N, 0);
     clef_matmul(b3, M, x, K, &wm, NULL, y3, N, 0);
     CHECK_MSG(memcmp(y1, y3, sizeof(float) * (size_t)(M * N)) == 0, "1 vs 3 threads differ");
-    clef_matrix wsmall = {CLEF_WTYPE_F32, 5, K, K, w, NULL}; /* M-split path */
+    clef_matrix wsmall = {.type = CLEF_WTYPE_F32, .rows = 5, .cols = K, .ld = K, .data = w}; /* M-split path */
     clef_matmul(b1, M, x, K, &wsmall, NULL, y1, 5, 0);
     clef_matmul(b3, M, x, K, &wsmall, NULL, y3, 5, 0);
     CHECK_MSG(memcmp(y1, y3, sizeof(float) * (size_t)(M * 5)) == 0, "1 vs 3 threads differ (M split)");
@@ -498,7 +499,7 @@ static void test_get_rows(clef_backend *be) {
     uint16_t e[12];
     for (int i = 0; i < 12; i++)
         e[i] = clef_f32_to_bf16((float)i * 0.5f);
-    clef_matrix em = {CLEF_WTYPE_BF16, 4, 3, 3, e, NULL};
+    clef_matrix em = {.type = CLEF_WTYPE_BF16, .rows = 4, .cols = 3, .ld = 3, .data = e};
     int32_t ids[2] = {3, 1};
     float y[6];
     clef_get_rows(be, &em, 2, ids, y, 3);

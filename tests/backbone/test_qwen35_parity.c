@@ -1,7 +1,8 @@
 /*
  * test_qwen35_parity.c — the Qwen3.5 text backbone against transformers (fp32, eager):
- * fixtures from scripts/backbone/make_fixtures.py, three configs (3:1 pattern; the real
- * per-head shapes; odd sizes with F32 weights), lengths 1 to 2,100.
+ * fixtures from scripts/backbone/make_fixtures.py, four configs (3:1 pattern; the real
+ * per-head shapes; odd sizes with F32 weights; a release stored in F16, whose oracle is
+ * transformers fp32 on the F16 weights), lengths 1 to 2,100.
  *  - each record alone: last hidden state, relative L2 error over the stored rows <= 1e-5
  *  - all records of a config in one batch of mixed lengths: bit-identical to alone
  *  - the recurrent delta rule (reference) gives the same parity as the chunked one
@@ -221,6 +222,7 @@ int main(void) {
     check_config("a_pattern", be);
     check_config("b_real_heads", be);
     check_config("c_odd", be);
+    check_config("d_f16", be);
     check_refusals(be);
     clef_backend_free(be);
     return test_summary();

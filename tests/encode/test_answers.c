@@ -41,6 +41,7 @@ int main(int argc, char **argv) {
     size_t size = 0;
     CHECK_MSG(clef_read_file(path, (size_t)1 << 30, &data, &size) == CLEF_OK, "%s", clef_last_error());
     size_t vectors = 0, vectors_ok = 0, responses = 0, responses_ok = 0;
+    size_t lines = 0, lines_used = 0; /* every fixture line must be compared, none skipped */
     double probs[2048];
     for (char *line = data; data && line < data + size;) {
         char *end = memchr(line, '\n', (size_t)(data + size - line));
@@ -51,6 +52,7 @@ int main(int argc, char **argv) {
             line += len + 1;
             continue;
         }
+        lines++;
         const json_value *root = json_doc_root(doc);
         const json_value *body = json_object_get(root, "body");
         clef_request *req = NULL;
@@ -70,10 +72,13 @@ int main(int argc, char **argv) {
             compare("response", &out, json_object_get(response, "text"), &ok);
             responses++;
             responses_ok += ok;
+            lines_used++;
             clef_strbuf_free(&out);
         } else if (status == CLEF_OK) {
             const json_value *vecs = json_object_get(root, "vectors");
             const json_value *answers = json_object_get(root, "answers");
+            lines_used += vecs && answers && vecs->u.arr.count > 0 &&
+                          vecs->u.arr.count == answers->u.arr.count;
             for (size_t i = 0; i < vecs->u.arr.count; i++) {
                 read_probs(vecs->u.arr.items[i], probs, 2048);
                 clef_strbuf out = {0};
@@ -93,6 +98,8 @@ int main(int argc, char **argv) {
            "the reference\n",
            vectors_ok, vectors, responses_ok, responses);
     CHECK(vectors > 0);
+    CHECK(responses > 0);
+    CHECK_MSG(lines_used == lines, "%zu of %zu fixture lines were compared", lines_used, lines);
     CHECK_EQ_INT(vectors_ok, vectors);
     CHECK_EQ_INT(responses_ok, responses);
 
@@ -113,7 +120,10 @@ int main(int argc, char **argv) {
         memset(&enc, 0, sizeof enc);
         double bad[2] = {NAN, 0.5};
         clef_strbuf out = {0};
-        CHECK_EQ_INT(clef_answers_render(req, &enc, bad, 2, NULL, &out), CLEF_ERR_INVALID_ARG);
+        /* A NaN comes from the model, not the record: the message must not blame the record. */
+        CHECK_EQ_INT(clef_answers_render(req, &enc, bad, 2, NULL, &out), CLEF_ERR_INTERNAL);
+        CHECK_MSG(strstr(clef_last_error(), "not a problem of the record") != NULL, "%s",
+                  clef_last_error());
         clef_strbuf_free(&out);
         double good[2] = {0.25, 0.75};
         CHECK_EQ_INT(clef_answers_render(req, &enc, good, 1, NULL, &out), CLEF_ERR_INVALID_ARG);

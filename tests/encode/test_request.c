@@ -217,8 +217,39 @@ static void test_policies(void) {
     clef_request_free(req);
 }
 
+/* Repeated keys: accepted as Python's json.loads merges them (the reference systemone() reads
+ * plain dicts), with one warning naming the key; a body without repeats logs nothing. */
+static char last_warning[512];
+static int n_warnings;
+static void capture_log(clef_log_level level, const char *text, void *user) {
+    (void)user;
+    if (level == CLEF_LOG_WARN) {
+        snprintf(last_warning, sizeof last_warning, "%s", text);
+        n_warnings++;
+    }
+}
+
+static void test_repeated_keys(void) {
+    clef_log_set(capture_log, NULL);
+    const char *body = "{\"state\":1,\"questions\":{\"q\":{\"type\":\"noul\"},"
+                       "\"q\":{\"type\":\"score\",\"criteria\":[\"a\",\"b\"]}}}";
+    clef_request *r = accept(CLEF_REQUEST_RECORD, body);
+    CHECK(r && r->n_questions == 1 && r->questions[0].type == CLEF_QUESTION_SCORE);
+    clef_request_free(r);
+    CHECK_EQ_INT(n_warnings, 1);
+    CHECK_EQ_STR(last_warning, "request accepted; note: key \"q\" appears twice in one object "
+                               "(line 1 column 45); as in Python's json.loads the last value is kept");
+    n_warnings = 0;
+    const char *plain = "{\"state\":{\"a\":1,\"b\":2},\"questions\":{\"q\":{\"type\":\"noul\"}}}";
+    r = accept(CLEF_REQUEST_RECORD, plain);
+    clef_request_free(r);
+    CHECK_EQ_INT(n_warnings, 0);
+    clef_log_set(NULL, NULL);
+}
+
 int main(void) {
     test_validation();
     test_policies();
+    test_repeated_keys();
     return test_summary();
 }

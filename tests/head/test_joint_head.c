@@ -12,7 +12,8 @@
  * and prints the same distances for the oracle's own float32 PyTorch run next to ours (on the
  * clamp case, where logits reach ~50, float32 rounding alone moves probabilities by ~1e-6, so
  * the exact run is the reference; see scripts/head/make_fixtures.py).
- *   - the same answer from a second run on the same workspace (no state leaks between calls).
+ *   - the same answer from a second run on the same workspace (no state leaks between calls),
+ *   - the same bits on the guarded CPU backend, whose buffers the host cannot touch.
  * It also checks the refusals: a missing tensor, a tensor of the wrong shape, a config the
  * head cannot run, spans outside the record, an id outside the vocabulary, over-limit records.
  */
@@ -138,15 +139,16 @@ static clef_head_limits case_limits(const head_case *c) {
                               .max_options = c->n_options};
 }
 
-/* Run the head over the case's record (hidden copied: the head overwrites it). */
+/* Run the head over the case's record (hidden states uploaded to backend memory). */
 static int run_head(clef_backend *be, clef_joint_head *head, const head_case *c,
                     float *logits, float *probs) {
     size_t bytes = (size_t)c->rec.n_tokens * (size_t)c->cfg.hidden_size * sizeof(float);
     float *hidden = clef_backend_alloc(be, bytes);
-    memcpy(hidden, c->hidden, bytes);
+    int st = clef_backend_write(be, hidden, c->hidden, bytes);
+    CHECK(hidden && st == CLEF_OK);
     clef_lm_row_reader lm = {.ctx = (void *)c, .vocab_size = c->vocab, .read_row = read_lm_row};
-    int st = clef_joint_head_forward(head, hidden, c->cfg.hidden_size, &c->rec, &lm, logits,
-                                     probs);
+    st = clef_joint_head_forward(head, hidden, c->cfg.hidden_size, &c->rec, &lm, logits,
+                                 probs);
     clef_backend_release(be, hidden);
     return st;
 }
@@ -202,6 +204,26 @@ static void check_case(clef_backend *be, const char *name) {
     /* same workspace, second run: identical */
     st = run_head(be, head, &c, logits2, NULL);
     CHECK(st == CLEF_OK && memcmp(logits, logits2, (size_t)c.n_options * sizeof(float)) == 0);
+
+    /* the guarded CPU backend (buffers the host cannot touch): the same bits */
+    clef_backend_params gp = clef_backend_default_params();
+    gp.n_threads = 2;
+    gp.guard_host_access = 1;
+    gp.guard_arena_bytes = (size_t)1 << 30;
+    clef_backend *guarded = NULL;
+    clef_joint_head *guarded_head = NULL;
+    float *probs2 = calloc((size_t)c.n_options, sizeof(float));
+    CHECK_EQ_INT(clef_backend_cpu_create(&gp, &guarded), CLEF_OK);
+    CHECK_EQ_INT(clef_joint_head_load(guarded, &c.cfg, &src, &lim, &guarded_head), CLEF_OK);
+    memset(logits2, 0, (size_t)c.n_options * sizeof(float));
+    if (guarded_head)
+        CHECK_EQ_INT(run_head(guarded, guarded_head, &c, logits2, probs2), CLEF_OK);
+    CHECK_MSG(memcmp(logits, logits2, (size_t)c.n_options * sizeof(float)) == 0 &&
+              memcmp(probs, probs2, (size_t)c.n_options * sizeof(float)) == 0,
+              "%s: the guarded backend's answers differ from the plain one's", name);
+    clef_joint_head_free(guarded_head);
+    clef_backend_free(guarded);
+    free(probs2);
 
     free(logits);
     free(probs);

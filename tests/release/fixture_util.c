@@ -36,7 +36,10 @@ int scratch_copy(scratch *s, const char *fixture) {
     if (mkdir(s->rel, 0700) != 0)
         return -1;
     char src_dir[512];
-    snprintf(src_dir, sizeof src_dir, "%s/%s", FIXTURES, fixture);
+    if (strchr(fixture, '/')) /* a release elsewhere in the repository, e.g. demo/clef-demo */
+        snprintf(src_dir, sizeof src_dir, "%s", fixture);
+    else
+        snprintf(src_dir, sizeof src_dir, "%s/%s", FIXTURES, fixture);
     DIR *d = opendir(src_dir);
     if (!d)
         return -1;
@@ -283,5 +286,62 @@ int st_get_offsets(const scratch *s, const char *name, const char *tensor, uint6
             rc = 0;
         }
     st_header_free(&h);
+    return rc;
+}
+
+/* ---- file kinds and links ------------------------------------------------------------------ */
+
+int file_make_fifo(const scratch *s, const char *name) {
+    char *path = scratch_path(s, name);
+    unlink(path);
+    int rc = mkfifo(path, 0600);
+    free(path);
+    return rc;
+}
+
+int file_make_dir(const scratch *s, const char *name) {
+    char *path = scratch_path(s, name);
+    unlink(path);
+    int rc = mkdir(path, 0700);
+    free(path);
+    return rc;
+}
+
+int file_link_out(const scratch *s, const char *name) {
+    char *inside = scratch_path(s, name);
+    char outside[700];
+    snprintf(outside, sizeof outside, "%s/outside-%s", s->root, name);
+    int rc = rename(inside, outside) || symlink(outside, inside);
+    free(inside);
+    return rc;
+}
+
+int file_link_to_text(const scratch *s, const char *name, const char *text) {
+    char *inside = scratch_path(s, name);
+    char outside[700];
+    snprintf(outside, sizeof outside, "%s/other-%s", s->root, name);
+    int rc = write_all(outside, text, strlen(text)) || unlink(inside) || symlink(outside, inside);
+    free(inside);
+    return rc;
+}
+
+int file_link_dangling(const scratch *s, const char *name) {
+    char *inside = scratch_path(s, name);
+    char nowhere[700];
+    snprintf(nowhere, sizeof nowhere, "%s/no-such-file", s->root);
+    unlink(inside);
+    int rc = symlink(nowhere, inside);
+    free(inside);
+    return rc;
+}
+
+int file_copy_in(const scratch *s, const char *src, const char *name) {
+    char *dst = scratch_path(s, name), *buf = NULL;
+    size_t len = 0;
+    int rc = read_all(src, &buf, &len);
+    if (rc == 0)
+        rc = write_all(dst, buf, len);
+    free(buf);
+    free(dst);
     return rc;
 }

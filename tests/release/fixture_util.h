@@ -18,7 +18,9 @@ typedef struct scratch {
     char rel[300];
 } scratch;
 
-int scratch_copy(scratch *s, const char *fixture);   /* 0 ok */
+/* fixture: a name under FIXTURES, or a path from the repository root with a '/' in it
+ * (e.g. "demo/clef-demo"). 0 ok. */
+int scratch_copy(scratch *s, const char *fixture);
 void scratch_remove(scratch *s);                      /* recursive, best effort */
 char *scratch_path(const scratch *s, const char *name); /* malloc'd rel/name */
 
@@ -29,6 +31,17 @@ int file_append(const scratch *s, const char *name, const void *data, size_t n);
 int file_write_at(const scratch *s, const char *name, uint64_t offset, const void *data, size_t n);
 int file_remove(const scratch *s, const char *name);
 int file_write(const scratch *s, const char *name, const char *text);
+
+/* File kinds and links: replace name by a FIFO or a directory; move it outside the release
+ * and leave a symlink to it (the same bytes, outside); replace it by a symlink to a new file
+ * outside holding text; by a symlink to nothing; copy a file from src (a repository path)
+ * into the copy as name. */
+int file_make_fifo(const scratch *s, const char *name);
+int file_make_dir(const scratch *s, const char *name);
+int file_link_out(const scratch *s, const char *name);
+int file_link_to_text(const scratch *s, const char *name, const char *text);
+int file_link_dangling(const scratch *s, const char *name);
+int file_copy_in(const scratch *s, const char *src, const char *name);
 
 /* safetensors header edits: replace the header JSON wholesale (data kept), overwrite the
  * 8-byte length, or set one field of one tensor to a raw JSON value. */

@@ -176,7 +176,8 @@ static const escape_case escapes[] = {
     {"same, found through the index", "snapshots", to_outside_file_no_manifest, "index.json' names '" SHARD},
     {"shard linked into another repo's blobs", "snapshots", to_other_repo_blobs, SHARD},
     {"shard linked into a blobs subdirectory", "snapshots", to_nested_blob, SHARD},
-    {"blob links from a dir not named snapshots", "snapshotz", no_change, "complete.json"},
+    /* config.json is the first file read: every release file is held to the same rules */
+    {"blob links from a dir not named snapshots", "snapshotz", no_change, "file 'config.json' of release"},
 };
 
 static void check_refused(const escape_case *c) {

@@ -341,6 +341,19 @@ class Lifecycle(unittest.TestCase):
         self.assertEqual(srv.stop(), 0, srv.log())
         self.assertTrue(any("shutting down" in line for line in srv.lines))
 
+    def test_two_contexts_answer_concurrently(self):
+        recs = [r for r in fixture_records() if r["name"] in ("demo_record", "one_noul")]
+        bodies = [as_systemone(recs[i % 2]["request"], "m") for i in range(16)]
+        with Server(CLEF, "--contexts", "2", "--max-batch-requests", "2") as srv:
+            with cf.ThreadPoolExecutor(8) as pool:
+                results = list(pool.map(lambda b: srv.post("/v1/systemone", b), bodies))
+            for i, (status, _, data) in enumerate(results):
+                self.assertEqual(status, 200, data)
+                self.assertEqual(json.loads(data)["answers"], recs[i % 2]["answer"]["answers"])
+            self.assertEqual(metric(srv.metrics(), "clef_http_requests_total",
+                                    'route="systemone",status="200"'), 16)
+            self.assertEqual(srv.stop(), 0, srv.log())
+
     def test_refuses_public_address_without_token(self):
         import subprocess
         out = subprocess.run([CLEF, "serve", "--model", "demo/clef-demo", "--host", "0.0.0.0",

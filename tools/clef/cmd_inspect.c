@@ -2,20 +2,32 @@
  * cmd_inspect.c — `clef inspect DIR [--json] [--verify] [--allow-unknown]`: check a release
  * directory and describe what it holds, for a person (a table) or a script (--json).
  *
- * The release is opened with keep_going, so every model-level problem (missing, unexpected,
- * wrong shape or dtype, bad scale) is listed at once; a file-level problem (a damaged shard,
- * a bad index or config, a complete.json mismatch) stops the check and is reported alone.
+ * Built on the public headers only (clef.h, clef_release.h). The release is opened with
+ * keep_going, so every model-level problem (missing, unexpected, wrong shape or dtype, bad
+ * scale) is listed at once; a file-level problem (a damaged shard, a bad index or config, a
+ * complete.json mismatch, a FIFO or a link out) stops the check and is reported alone. Then
+ * the tokenizer is loaded as clef_model_load loads it, and with --verify every weight is read
+ * and checked for NaN/Inf: whatever `clef run` refuses while loading, inspect refuses too.
+ * The summary says what was checked and what was not.
  * Exit status: 0 the release is sound, 1 any problem, 2 bad usage.
  */
 #include "clef.h"
+#include "clef_release.h"
+#include "cli_util.h"
 #include "commands.h"
-#include "release/config.h"
-#include "release/names.h"
-#include "release/release.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+/* What this run checked beyond clef_release_open (which always checks configs, index,
+ * headers, shapes, dtypes, scales and complete.json sizes). */
+typedef struct inspect_checks {
+    int tokenizer_status;   /* clef_release_check_tokenizer */
+    char tokenizer_error[512];
+    int verify;             /* --verify: SHA-256 (when complete.json exists) and weight values */
+    int values_status;      /* clef_release_scan_values (I/O failures only; NaN are problems) */
+} inspect_checks;
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -23,50 +35,19 @@ static void usage(FILE *out) {
             "\n"
             "Check the Clef release in DIR the way loading it would (config.json,\n"
             "joint_head_config.json, the shard index or model.safetensors, every safetensors\n"
-            "header, joint_head.safetensors, complete.json sizes) and describe it: architecture\n"
-            "and sizes, precision, tensors / parameters / bytes per group and per file, the head\n"
-            "config, the tokenizer files, and every problem found.\n"
+            "header, joint_head.safetensors, complete.json sizes, tokenizer.json and\n"
+            "tokenizer_config.json) and describe it: architecture and sizes, precision,\n"
+            "tensors / parameters / bytes per group and per file, the head config, what was\n"
+            "checked and what was not, and every problem found.\n"
             "\n"
             "  --json           print one JSON object instead of the table (for scripts)\n"
-            "  --verify         also check the SHA-256 of every file listed in complete.json\n"
-            "                   (reads every byte; progress on stderr)\n"
+            "  --verify         also read every byte: the SHA-256 of every file listed in\n"
+            "                   complete.json (says so when there is none), and every weight\n"
+            "                   for NaN or Inf (progress on stderr)\n"
             "  --allow-unknown  list tensors the model does not know without failing\n"
             "  -h, --help       this text\n"
             "\n"
             "Exit status: 0 the release is sound, 1 a problem was found, 2 bad usage.\n");
-}
-
-static const char *precision_name(clef_quant_method m) {
-    switch (m) {
-    case CLEF_QUANT_NONE: return "bf16";
-    case CLEF_QUANT_BNB_NF4: return "nf4";
-    case CLEF_QUANT_FP8_W8A8: return "fp8-w8a8";
-    case CLEF_QUANT_INT8_CONVROT: return "int8-convrot";
-    }
-    return "?";
-}
-
-/* Quantization companions hold metadata, not parameters. */
-static int is_companion(const char *name) {
-    static const char *const suffixes[] = {".absmax", ".quant_map", ".nested_absmax",
-                                           ".nested_quant_map", ".quant_state.bitsandbytes__nf4",
-                                           ".weight_scale", ".input_scale", ".comfy_quant"};
-    size_t n = strlen(name);
-    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
-        size_t k = strlen(suffixes[i]);
-        if (n >= k && strcmp(name + n - k, suffixes[i]) == 0)
-            return 1;
-    }
-    return 0;
-}
-
-static uint64_t tensor_params(const clef_tensor_info *t, clef_quant_method m) {
-    if (is_companion(t->name))
-        return 0;
-    uint64_t n = t->n_bytes / clef_dtype_size(t->dtype);
-    if (m == CLEF_QUANT_BNB_NF4 && t->dtype == CLEF_DTYPE_U8)
-        n *= 2; /* two 4-bit values per byte */
-    return n;
 }
 
 typedef struct group_stats {
@@ -103,32 +84,20 @@ static void dtype_list(const group_stats *g, char *buf, size_t cap, int json) {
     }
 }
 
-static void json_string(FILE *out, const char *s) {
-    fputc('"', out);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(out, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(out, "\\u%04x", c);
-        else
-            fputc(c, out);
-    }
-    fputc('"', out);
-}
-
-/* One line per file on a terminal (rewritten in place), plain lines in a log. */
+/* Progress of --verify on stderr: one line per file or weight on a terminal (rewritten in
+ * place); in a log, one line per hashed file (a handful) but not per weight (thousands). */
 static void progress(void *user, const char *file, size_t i, size_t n, uint64_t bytes) {
-    (void)user;
-    const int tty = isatty(STDERR_FILENO);
-    if (file)
-        fprintf(stderr, "%sverifying SHA-256 %zu/%zu: %s (%.1f MB)%s", tty ? "\r" : "", i + 1, n,
-                file, (double)bytes / 1e6, tty ? "\033[K" : "\n");
-    else
-        fprintf(stderr, "%sverified SHA-256 of %zu files%s\n", tty ? "\r" : "", n, tty ? "\033[K" : "");
+    const char *what = user; /* "SHA-256" or "values" */
+    const int tty = isatty(STDERR_FILENO), hashing = !strcmp(what, "SHA-256");
+    if (file && (tty || hashing))
+        fprintf(stderr, "%sverifying %s %zu/%zu: %s (%.1f MB)%s", tty ? "\r" : "", what, i + 1,
+                n, file, (double)bytes / 1e6, tty ? "\033[K" : "\n");
+    else if (!file)
+        fprintf(stderr, "%sverified %s of %zu %s%s\n", tty ? "\r" : "", what, n,
+                hashing ? "files" : "tensors", tty ? "\033[K" : "");
 }
 
-static void print_table(const clef_release *rel, const group_stats *groups) {
+static void print_table(const clef_release *rel, const group_stats *groups, const inspect_checks *k) {
     const clef_release_config *c = clef_release_get_config(rel);
     const clef_text_config *t = &c->text;
     clef_release_summary s;
@@ -165,15 +134,32 @@ static void print_table(const clef_release *rel, const group_stats *groups) {
                (long long)c->head.heads, (long long)c->head.feedforward);
     else
         printf("head       none\n");
-    printf("precision  %s%s\n", precision_name(c->quant.method),
+    printf("precision  %s%s\n", clef_quant_method_name(c->quant.method),
            c->quant.from_tensors ? " (from tensor dtypes; no quantization_config)" : "");
-    printf("tokenizer  tokenizer.json %s, tokenizer_config.json %s\n", s.has_tokenizer ? "yes" : "absent (needed to run the model)",
-           s.has_tokenizer_config ? "yes" : "absent");
+    printf("tokenizer  tokenizer.json %s, tokenizer_config.json %s; %s\n",
+           s.has_tokenizer ? "yes" : "absent (needed to run the model)",
+           s.has_tokenizer_config ? "yes" : "absent",
+           k->tokenizer_status == CLEF_OK ? "loads" : "REFUSED (see problems)");
     if (s.has_manifest)
         printf("manifest   complete.json: %zu files, sizes ok, SHA-256 %s\n", s.manifest_files,
                s.manifest_verified ? "ok" : "not checked (--verify)");
     else
-        printf("manifest   none (no complete.json)\n");
+        printf("manifest   none (no complete.json): file sizes and SHA-256 cannot be checked%s\n",
+               k->verify ? " (--verify had nothing to check them against)" : "");
+    printf("runs       %s\n", clef_release_runnable(rel)
+                                   ? "yes: this build's `clef run` loads this precision"
+                                   : "no: this build validates and describes quantized releases but "
+                                     "runs BF16/F16/F32 ones only");
+    printf("checked    configs, index, safetensors headers (offsets, sizes, shapes, dtypes), "
+           "quantization scales, tokenizer%s%s%s\n",
+           s.has_manifest ? ", complete.json sizes" : "", s.manifest_verified ? ", SHA-256" : "",
+           s.values_checked ? ", every weight's values (NaN/Inf)" : "");
+    if (!s.manifest_verified || !s.values_checked)
+        printf("unchecked  %s%s%s\n",
+               !s.has_manifest ? "SHA-256 (no complete.json)"
+                               : (!s.manifest_verified ? "SHA-256 (--verify)" : ""),
+               !s.manifest_verified && !s.values_checked ? ", " : "",
+               !s.values_checked ? "weights' values: NaN/Inf (--verify)" : "");
     if (s.n_ignored)
         printf("ignored    %zu mtp.* tensors (%s bytes)\n", s.n_ignored,
                (with_commas(s.ignored_bytes, a, sizeof a), a));
@@ -206,8 +192,11 @@ static void print_table(const clef_release *rel, const group_stats *groups) {
     }
     size_t np = clef_release_problem_count(rel);
     printf("\n");
-    if (np == 0)
+    if (np == 0 && k->tokenizer_status == CLEF_OK)
         printf("status     OK: the release is complete and consistent\n");
+    if (k->tokenizer_status != CLEF_OK)
+        printf("problem    [%d %s] %s\n", k->tokenizer_status, clef_status_str(k->tokenizer_status),
+               k->tokenizer_error);
     const size_t shown = 40; /* a broken release can have thousands; --json lists them all */
     for (size_t i = 0; i < np && i < shown; i++) {
         const clef_release_problem *p = clef_release_problem_at(rel, i);
@@ -217,15 +206,16 @@ static void print_table(const clef_release *rel, const group_stats *groups) {
         printf("problem    ... and %zu more (--json lists every one)\n", np - shown);
 }
 
-static void print_json(const clef_release *rel, const group_stats *groups, int ok) {
+static void print_json(const clef_release *rel, const group_stats *groups, int ok,
+                       const inspect_checks *k) {
     const clef_release_config *c = clef_release_get_config(rel);
     const clef_text_config *t = &c->text;
     clef_release_summary s;
     clef_release_get_summary(rel, &s);
     printf("{\"ok\": %s, \"dir\": ", ok ? "true" : "false");
-    json_string(stdout, clef_release_dir(rel));
+    cli_json_string(stdout, clef_release_dir(rel));
     printf(", \"sharded\": %s, \"precision\": \"%s\", \"precision_from_tensors\": %s",
-           s.sharded ? "true" : "false", precision_name(c->quant.method),
+           s.sharded ? "true" : "false", clef_quant_method_name(c->quant.method),
            c->quant.from_tensors ? "true" : "false");
     printf(", \"text\": {\"vocab_size\": %lld, \"hidden_size\": %lld, \"intermediate_size\": %lld, "
            "\"num_hidden_layers\": %lld, \"num_attention_heads\": %lld, \"num_key_value_heads\": %lld, "
@@ -260,6 +250,11 @@ static void print_json(const clef_release *rel, const group_stats *groups, int o
         printf(", \"head\": null");
     printf(", \"tokenizer\": %s, \"tokenizer_config\": %s", s.has_tokenizer ? "true" : "false",
            s.has_tokenizer_config ? "true" : "false");
+    printf(", \"runnable\": %s", clef_release_runnable(rel) ? "true" : "false");
+    printf(", \"checked\": {\"configs\": true, \"headers\": true, \"tokenizer\": true, "
+           "\"sizes\": %s, \"sha256\": %s, \"values\": %s}",
+           s.has_manifest ? "true" : "false", s.manifest_verified ? "true" : "false",
+           s.values_checked ? "true" : "false");
     printf(", \"manifest\": {\"present\": %s, \"files\": %zu, \"sha256_verified\": %s}",
            s.has_manifest ? "true" : "false", s.manifest_files, s.manifest_verified ? "true" : "false");
     printf(", \"ignored\": {\"tensors\": %zu, \"bytes\": %llu}", s.n_ignored,
@@ -279,19 +274,27 @@ static void print_json(const clef_release *rel, const group_stats *groups, int o
     printf("}, \"files\": [");
     for (size_t i = 0; i < clef_release_file_count(rel); i++) {
         printf("%s{\"name\": ", i ? ", " : "");
-        json_string(stdout, clef_release_file_name(rel, i));
+        cli_json_string(stdout, clef_release_file_name(rel, i));
         printf(", \"tensors\": %zu, \"tensor_bytes\": %llu, \"size\": %llu}",
                clef_release_file_tensor_count(rel, i),
                (unsigned long long)clef_release_file_tensor_bytes(rel, i),
                (unsigned long long)clef_release_file_size(rel, i));
     }
     printf("], \"problems\": [");
-    for (size_t i = 0; i < clef_release_problem_count(rel); i++) {
+    size_t np = clef_release_problem_count(rel);
+    if (k->tokenizer_status != CLEF_OK) {
+        printf("{\"status\": %d, \"kind\": ", k->tokenizer_status);
+        cli_json_string(stdout, clef_status_str(k->tokenizer_status));
+        printf(", \"message\": ");
+        cli_json_string(stdout, k->tokenizer_error);
+        printf("}%s", np ? ", " : "");
+    }
+    for (size_t i = 0; i < np; i++) {
         const clef_release_problem *p = clef_release_problem_at(rel, i);
         printf("%s{\"status\": %d, \"kind\": ", i ? ", " : "", p->status);
-        json_string(stdout, clef_status_str(p->status));
+        cli_json_string(stdout, clef_status_str(p->status));
         printf(", \"message\": ");
-        json_string(stdout, p->message);
+        cli_json_string(stdout, p->message);
         printf("}");
     }
     printf("]}\n");
@@ -330,23 +333,37 @@ int cmd_inspect(int argc, char **argv) {
     }
     if (opts.verify_hashes) {
         opts.progress = progress;
+        opts.progress_user = (void *)"SHA-256";
     }
     clef_release *rel = NULL;
     int rc = clef_release_open(dir, &opts, &rel);
     if (rc != CLEF_OK) {
         if (as_json) {
             printf("{\"ok\": false, \"dir\": ");
-            json_string(stdout, dir);
+            cli_json_string(stdout, dir);
             printf(", \"status\": %d, \"kind\": ", rc);
-            json_string(stdout, clef_status_str(rc));
+            cli_json_string(stdout, clef_status_str(rc));
             printf(", \"error\": ");
-            json_string(stdout, clef_last_error());
+            cli_json_string(stdout, clef_last_error());
             printf("}\n");
         } else {
             printf("release    %s\nstatus     REFUSED [%d %s]\nproblem    %s\n", dir, rc,
                    clef_status_str(rc), clef_last_error());
         }
         return 1;
+    }
+    inspect_checks k = {.verify = opts.verify_hashes};
+    k.tokenizer_status = clef_release_check_tokenizer(rel);
+    if (k.tokenizer_status != CLEF_OK)
+        snprintf(k.tokenizer_error, sizeof k.tokenizer_error, "%s", clef_last_error());
+    if (opts.verify_hashes) {
+        k.values_status = clef_release_scan_values(rel, 1, progress, (void *)"values");
+        if (k.values_status != CLEF_OK) { /* I/O: report as a refusal */
+            fprintf(stderr, "clef inspect: cannot read the weights: %s (%s)\n", clef_last_error(),
+                    clef_status_str(k.values_status));
+            clef_release_free(rel);
+            return 1;
+        }
     }
     group_stats groups[CLEF_GROUP_COUNT];
     memset(groups, 0, sizeof groups);
@@ -355,7 +372,7 @@ int cmd_inspect(int argc, char **argv) {
         const clef_tensor_info *t = clef_release_tensor_at(rel, i);
         group_stats *g = &groups[clef_tensor_group_of(t->name)];
         g->tensors++;
-        g->params += tensor_params(t, m);
+        g->params += clef_tensor_param_count(t, m);
         g->bytes += t->n_bytes;
         g->per_dtype[t->dtype]++;
     }
@@ -364,10 +381,11 @@ int cmd_inspect(int argc, char **argv) {
         const clef_release_problem *p = clef_release_problem_at(rel, i);
         blocking += !(opts.allow_unknown_tensors && p->status == CLEF_ERR_TENSOR_UNEXPECTED);
     }
+    blocking += k.tokenizer_status != CLEF_OK;
     if (as_json)
-        print_json(rel, groups, blocking == 0);
+        print_json(rel, groups, blocking == 0, &k);
     else
-        print_table(rel, groups);
+        print_table(rel, groups, &k);
     clef_release_free(rel);
     return blocking ? 1 : 0;
 }

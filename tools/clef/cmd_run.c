@@ -3,33 +3,33 @@
  *
  * The record comes from --record FILE (or - for stdin, the default when neither --record nor
  * --questions is given), or is assembled from --questions FILE (the "questions" object) and
- * --state (text or a file). The output is the SystemOne response body as JSON (the default
- * when stdout is not a terminal) or a table of questions, options and probabilities (the
- * default on a terminal). Loading progress goes to stderr when stderr is a terminal.
+ * the state: --state TEXT or --state-file FILE. The record is validated (clef_request_check)
+ * BEFORE the release is opened, so a bad record is refused in milliseconds, with no weight
+ * read. The output is the SystemOne response body as JSON (the default when stdout is not a
+ * terminal) or a table of questions, options and probabilities (the default on a terminal).
+ * Loading progress goes to stderr when stderr is a terminal.
  * Exit status: 0 answered, 1 the release or the record was refused (message on stderr),
  * 2 bad usage.
  */
 #include "clef.h"
+#include "cli_util.h"
 #include "commands.h"
 
-#include "core/io.h"
-#include "core/strbuf.h"
-#include "json/json.h"
-#include "json/render.h"
-
-#include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define RUN_MAX_INPUT_BYTES ((size_t)64 << 20) /* records, question files, state files */
+/* --max-length: Qwen3.5's max_position_embeddings (262,144); the workspace grows with it. */
+#define RUN_MAX_LENGTH_LIMIT 262144
+/* --threads: more than this is surely a typo; above the core count it is capped anyway. */
+#define RUN_MAX_THREADS 4096
 
 static void run_usage(FILE *out) {
     fprintf(out,
-            "usage: clef run --model DIR [--record FILE|-] [--questions FILE|- --state TEXT|FILE]\n"
+            "usage: clef run --model DIR [--record FILE|-]\n"
+            "                [--questions FILE|- (--state TEXT | --state-file FILE)]\n"
             "                [--max-length N] [--threads N] [--truncation truncate|refuse]\n"
             "                [--json|--table] [--quiet]\n"
             "\n"
@@ -44,11 +44,15 @@ static void run_usage(FILE *out) {
             "  --questions FILE|- a JSON object of questions {\"id\": {\"type\": ...}, ...};\n"
             "                     the record is then {\"state\": STATE, \"questions\": FILE};\n"
             "                     - reads stdin\n"
-            "  --state TEXT|FILE  the state with --questions: the contents of FILE if such a\n"
-            "                     file exists, else TEXT; used as JSON if it parses as JSON,\n"
-            "                     else as a string\n"
-            "  --max-length N     tokens per record, prompt included (default 16384)\n"
-            "  --threads N        CPU threads (default: all cores)\n"
+            "  --state TEXT       the state with --questions, given on the command line: used\n"
+            "                     as JSON if it parses as JSON, else as a string\n"
+            "  --state-file FILE  the state with --questions, read from FILE (- reads stdin);\n"
+            "                     JSON if it parses as JSON, else a string. A missing file is\n"
+            "                     an error\n"
+            "  --max-length N     tokens per record, prompt included, 1 to 262144\n"
+            "                     (default 16384)\n"
+            "  --threads N        CPU threads, 1 to the number of cores (default: all cores;\n"
+            "                     more than the cores is capped, with a warning)\n"
             "  --truncation P     a record longer than --max-length: 'truncate' cuts the state\n"
             "                     from its end (the reference behaviour, the default; reported as\n"
             "                     usage.truncated_tokens, and on stderr with --table); 'refuse'\n"
@@ -69,105 +73,49 @@ static int usage_error(const char *fmt, const char *arg) {
     return 2;
 }
 
-static int parse_int_arg(const char *flag, const char *text, int min, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < min || v > INT_MAX) {
-        fprintf(stderr, "clef run: %s expects an integer >= %d, got '%s'\n", flag, min, text);
-        return 2;
-    }
-    *out = (int)v;
-    return 0;
-}
-
-/* Read all of stdin into a malloc'd, NUL-terminated buffer. */
-static int read_stdin(char **out, size_t *len) {
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, stdin);
-        n += got;
-        if (got == 0)
-            break;
-        if (n == cap) {
-            if (cap >= RUN_MAX_INPUT_BYTES) {
-                free(buf);
-                fprintf(stderr, "clef run: stdin is larger than %zu bytes\n", RUN_MAX_INPUT_BYTES);
-                return 1;
-            }
-            char *bigger = realloc(buf, cap * 2 + 1);
-            if (!bigger)
-                free(buf);
-            buf = bigger;
-            cap *= 2;
-        }
-    }
-    if (!buf || ferror(stdin)) {
-        free(buf);
-        fprintf(stderr, "clef run: cannot read stdin\n");
-        return 1;
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
-static int read_input(const char *path, char **out, size_t *len) {
-    if (!strcmp(path, "-"))
-        return read_stdin(out, len);
-    if (clef_read_file(path, RUN_MAX_INPUT_BYTES, out, len) != CLEF_OK) {
-        fprintf(stderr, "clef run: %s\n", clef_last_error());
-        return 1;
-    }
-    return 0;
-}
-
-/* {"state": <state>, "questions": <questions text>} from --questions and --state. */
-static int assemble_record(const char *questions_path, const char *state_arg, char **out,
-                           size_t *len) {
+/* {"state": <state>, "questions": <questions text>}. The state is the text of --state or
+ * the contents of --state-file: kept as written if it is one JSON value, else a JSON string. */
+static int assemble_record(const char *questions_path, const char *state_text,
+                           const char *state_file, char **out, size_t *len) {
     char *questions = NULL, *state = NULL;
     size_t questions_len = 0, state_len = 0;
-    int rc = read_input(questions_path, &questions, &questions_len);
+    int rc = cli_read_input("run", "--questions", questions_path, &questions, &questions_len);
     if (rc)
         return rc;
-    struct stat sb;
-    if (stat(state_arg, &sb) == 0 && S_ISREG(sb.st_mode)) {
-        if ((rc = read_input(state_arg, &state, &state_len))) {
+    if (state_file) {
+        if ((rc = cli_read_input("run", "--state-file", state_file, &state, &state_len))) {
             free(questions);
             return rc;
         }
     } else {
-        state_len = strlen(state_arg);
+        state_len = strlen(state_text);
         state = malloc(state_len + 1);
         if (state)
-            memcpy(state, state_arg, state_len + 1);
+            memcpy(state, state_text, state_len + 1);
     }
-    if (!state) {
-        free(questions);
-        fprintf(stderr, "clef run: out of memory\n");
-        return 1;
+    char *record = NULL;
+    size_t record_len = 0;
+    FILE *b = state ? open_memstream(&record, &record_len) : NULL;
+    if (b) {
+        fputs("{\"state\":", b);
+        if (clef_json_check(state, state_len) == CLEF_OK)
+            fwrite(state, 1, state_len, b); /* valid JSON: the value as written */
+        else
+            cli_json_string_n(b, state, state_len); /* anything else: a string */
+        fputs(",\"questions\":", b);
+        fwrite(questions, 1, questions_len, b);
+        fputs("}", b);
     }
-    clef_strbuf b = {0};
-    clef_strbuf_append_str(&b, "{\"state\":");
-    json_doc *doc = NULL;
-    if (json_parse(state, state_len, NULL, &doc, NULL) == 0)
-        clef_strbuf_append(&b, state, state_len); /* valid JSON: the value as written */
-    else
-        json_render_string(state, state_len, &b); /* anything else: a string */
-    json_doc_free(doc);
-    clef_strbuf_append_str(&b, ",\"questions\":");
-    clef_strbuf_append(&b, questions, questions_len);
-    clef_strbuf_append_str(&b, "}");
+    int failed = !b || fclose(b) != 0 || !record;
     free(questions);
     free(state);
-    if (clef_strbuf_status(&b) != CLEF_OK) {
-        clef_strbuf_free(&b);
+    if (failed) {
+        free(record);
         fprintf(stderr, "clef run: out of memory\n");
         return 1;
     }
-    *out = clef_strbuf_take(&b, len);
+    *out = record;
+    *len = record_len;
     return 0;
 }
 
@@ -235,7 +183,8 @@ static void print_table(const clef_model *model, const clef_result *r) {
 }
 
 int cmd_run(int argc, char **argv) {
-    const char *model_dir = NULL, *record_path = NULL, *questions_path = NULL, *state = NULL;
+    const char *model_dir = NULL, *record_path = NULL, *questions_path = NULL;
+    const char *state_text = NULL, *state_file = NULL;
     int max_length = 0, threads = 0, quiet = 0, format = 0; /* format: 0 auto, 1 json, 2 table */
     clef_truncation truncation = CLEF_TRUNCATION_TRUNCATE;
     for (int i = 1; i < argc; i++) {
@@ -251,8 +200,9 @@ int cmd_run(int argc, char **argv) {
         } else if (!strcmp(a, "--quiet")) {
             quiet = 1;
         } else if (!strcmp(a, "--model") || !strcmp(a, "--record") || !strcmp(a, "--questions") ||
-                   !strcmp(a, "--state") || !strcmp(a, "--max-length") ||
-                   !strcmp(a, "--threads") || !strcmp(a, "--truncation")) {
+                   !strcmp(a, "--state") || !strcmp(a, "--state-file") ||
+                   !strcmp(a, "--max-length") || !strcmp(a, "--threads") ||
+                   !strcmp(a, "--truncation")) {
             if (!has_value)
                 return usage_error("%s needs a value", a);
             const char *v = argv[++i];
@@ -264,11 +214,13 @@ int cmd_run(int argc, char **argv) {
             else if (!strcmp(a, "--questions"))
                 questions_path = v;
             else if (!strcmp(a, "--state"))
-                state = v;
+                state_text = v;
+            else if (!strcmp(a, "--state-file"))
+                state_file = v;
             else if (!strcmp(a, "--max-length"))
-                rc = parse_int_arg(a, v, 1, &max_length);
+                rc = cli_parse_int("run", a, v, 1, RUN_MAX_LENGTH_LIMIT, &max_length);
             else if (!strcmp(a, "--threads"))
-                rc = parse_int_arg(a, v, 1, &threads);
+                rc = cli_parse_int("run", a, v, 1, RUN_MAX_THREADS, &threads);
             else if (!strcmp(v, "truncate"))
                 truncation = CLEF_TRUNCATION_TRUNCATE;
             else if (!strcmp(v, "refuse"))
@@ -281,22 +233,46 @@ int cmd_run(int argc, char **argv) {
             return usage_error("unknown argument '%s'", a);
         }
     }
+    int has_state = state_text || state_file;
     if (!model_dir)
         return usage_error("%s", "--model DIR is required");
-    if (record_path && (questions_path || state))
-        return usage_error("%s", "give either --record or --questions with --state, not both");
-    if (!!questions_path != !!state)
-        return usage_error("%s", "--questions and --state go together");
+    if (state_text && state_file)
+        return usage_error("%s", "give either --state TEXT or --state-file FILE, not both");
+    if (record_path && (questions_path || has_state))
+        return usage_error("%s", "give either --record or --questions with --state/--state-file, "
+                                 "not both");
+    if (!!questions_path != has_state)
+        return usage_error("%s", "--questions and --state (or --state-file) go together");
     if (!record_path && !questions_path && isatty(STDIN_FILENO))
         return usage_error("%s", "no record: give --record FILE, --questions with --state, or "
                                  "pipe the record to stdin");
+    struct stat sb;
+    if (state_text && stat(state_text, &sb) == 0 && S_ISREG(sb.st_mode))
+        fprintf(stderr, "clef run: warning: --state is used as text; '%s' is also a file: "
+                        "--state-file reads a file\n", state_text);
+    int cores = cli_cpu_count();
+    if (threads > cores) {
+        fprintf(stderr, "clef run: warning: --threads %d is more than the %d cores of this "
+                        "machine; using %d\n", threads, cores, cores);
+        threads = cores;
+    }
 
     char *request = NULL;
     size_t request_len = 0;
-    int rc = questions_path ? assemble_record(questions_path, state, &request, &request_len)
-                            : read_input(record_path ? record_path : "-", &request, &request_len);
+    int rc = questions_path
+                 ? assemble_record(questions_path, state_text, state_file, &request, &request_len)
+                 : cli_read_input("run", "--record", record_path ? record_path : "-", &request,
+                                  &request_len);
     if (rc)
         return rc;
+    /* The record first: a bad one is refused before the release is opened (no weight read). */
+    int st = clef_request_check(request, request_len);
+    if (st != CLEF_OK) {
+        fprintf(stderr, "clef run: record refused: %s (%s)\n", clef_last_error(),
+                clef_status_str(st));
+        free(request);
+        return 1;
+    }
 
     progress_state ps = {0};
     clef_model_params mp = clef_model_default_params();
@@ -308,7 +284,7 @@ int cmd_run(int argc, char **argv) {
         mp.progress_user = &ps;
     }
     clef_model *model = NULL;
-    int st = clef_model_load(model_dir, &mp, &model);
+    st = clef_model_load(model_dir, &mp, &model);
     if (st != CLEF_OK) {
         if (ps.shown)
             fprintf(stderr, "\n");
@@ -325,7 +301,11 @@ int cmd_run(int argc, char **argv) {
     st = format == 1 ? clef_model_decide(model, request, request_len, &answer)
                      : clef_model_decide_result(model, request, request_len, &result);
     if (st != CLEF_OK) {
-        fprintf(stderr, "clef run: record refused: %s (%s)\n", clef_last_error(),
+        int record_fault = st == CLEF_ERR_REQUEST_JSON || st == CLEF_ERR_REQUEST_INVALID ||
+                           st == CLEF_ERR_REQUEST_TOO_LONG || st == CLEF_ERR_UNSUPPORTED ||
+                           st == CLEF_ERR_INVALID_UTF8;
+        fprintf(stderr, "clef run: %s: %s (%s)\n",
+                record_fault ? "record refused" : "cannot decide the record", clef_last_error(),
                 clef_status_str(st));
         rc = 1;
     } else if (format == 1) {

@@ -1,16 +1,15 @@
 /*
  * cmd_serve.c — `clef serve`: serve a release over HTTP (the SystemOne API and the Cloudflare
  * Workers AI route) until SIGTERM or SIGINT. Parses the flags into clef_server_params
- * (src/server/server.h), starts the server, reports readiness on stderr, and shuts down
+ * (include/clef_server.h), starts the server, reports readiness on stderr, and shuts down
  * gracefully on a signal. docs/server.md describes the routes and every flag.
  * Exit status: 0 stopped by a signal after a graceful shutdown, 1 the server could not
  * start or the model could not be loaded, 2 bad usage.
  */
 #include "clef.h"
+#include "clef_server.h"
+#include "cli_util.h"
 #include "commands.h"
-
-#include "core/io.h"
-#include "server/server.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -21,8 +20,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
-
-#define TOKEN_FILE_MAX_BYTES 4096
 
 static void serve_usage(FILE *out) {
     fprintf(out,
@@ -101,10 +98,8 @@ static int parse_seconds_arg(const char *flag, const char *text, double *out) {
 static int read_token_file(const char *path, char **out) {
     char *text = NULL;
     size_t len = 0;
-    if (clef_read_file(path, TOKEN_FILE_MAX_BYTES, &text, &len) != CLEF_OK) {
-        fprintf(stderr, "clef serve: --token-file: %s\n", clef_last_error());
+    if (cli_read_input("serve", "--token-file", path, &text, &len))
         return 1;
-    }
     text[strcspn(text, "\r\n")] = 0;
     if (!text[0]) {
         free(text);

@@ -48,10 +48,17 @@ static void cpu_free(clef_backend *be) {
             for (int i = 0; i < ctx->n_threads; i++)
                 free(ctx->pack[i]);
         free(ctx->pack);
+        cpu_guard_free(ctx->guard);
         free(ctx);
     }
     free(be);
 }
+
+/* Every slot of the table is a pointer; the guarded variant (cpu_guard.c) must wrap each op,
+ * so a new op is a compile error here until it is added there too. */
+_Static_assert(sizeof(clef_backend_ops) == 35 * sizeof(void *),
+               "the op table changed: add the new op to cpu_guard_ops() in cpu_guard.c, "
+               "then update this count");
 
 static const clef_backend_ops cpu_ops = {
     .name = "cpu",
@@ -61,7 +68,11 @@ static const clef_backend_ops cpu_ops = {
     .write = cpu_copy,
     .read = cpu_copy,
     .synchronize = cpu_synchronize,
+    .supports_format = cpu_supports_format,
+    .prepared_size = cpu_prepared_size,
+    .prepare_matrix = cpu_prepare_matrix,
     .matmul = cpu_matmul,
+    .matmul_workspace_size = cpu_matmul_workspace_size,
     .get_rows = cpu_get_rows,
     .rmsnorm = cpu_rmsnorm,
     .rmsnorm_gated = cpu_rmsnorm_gated,
@@ -79,6 +90,13 @@ static const clef_backend_ops cpu_ops = {
     .mul_sigmoid = cpu_mul_sigmoid,
     .swiglu = cpu_swiglu,
     .add = cpu_add,
+    /* head ops */
+    .segment_sum = cpu_segment_sum,
+    .row_dot = cpu_row_dot,
+    .segment_softmax = cpu_segment_softmax,
+    .add_rows = cpu_add_rows,
+    .pair_features = cpu_pair_features,
+    .axpy = cpu_axpy,
 };
 
 int clef_backend_cpu_create(const clef_backend_params *params, clef_backend **out) {
@@ -109,6 +127,16 @@ int clef_backend_cpu_create(const clef_backend_params *params, clef_backend **ou
         ctx->pack[i] = aligned_alloc(64, CPU_GEMM_PACK_FLOATS * sizeof(float));
         if (!ctx->pack[i])
             goto err;
+    }
+    if (p.guard_host_access) {
+        int st = cpu_guard_create(p.guard_arena_bytes, &ctx->guard);
+        if (st) {
+            cpu_free(be);
+            return st;
+        }
+        cpu_guard_ops(&cpu_ops, &ctx->guarded_ops);
+        be->ops = &ctx->guarded_ops;
+        be->host_visible = 0;
     }
     *out = be;
     return CLEF_OK;

@@ -9,9 +9,13 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_gemm.h"
 
+typedef struct cpu_guard cpu_guard;
+
 typedef struct cpu_context {
     int n_threads;
     float **pack; /* [n_threads] buffers of CPU_GEMM_PACK_FLOATS floats */
+    cpu_guard *guard;              /* guarded variant only: the protected arena, else NULL */
+    clef_backend_ops guarded_ops;  /* guarded variant only: its op table */
 } cpu_context;
 
 static inline cpu_context *cpu_ctx(clef_backend *be) { return (cpu_context *)be->ctx; }
@@ -19,11 +23,23 @@ static inline cpu_context *cpu_ctx(clef_backend *be) { return (cpu_context *)be-
 /* The packing buffer of the calling OpenMP thread (0 outside a parallel region). */
 float *cpu_thread_pack(clef_backend *be);
 
+/* Thread tid's packing buffer inside a matmul scratch of cpu_matmul_workspace_size bytes. */
+#define CPU_PACK_BYTES ((CPU_GEMM_PACK_FLOATS * sizeof(float) + 63) / 64 * 64)
+static inline float *cpu_scratch_pack(void *scratch, int tid) {
+    return (float *)(void *)((char *)scratch + (size_t)tid * CPU_PACK_BYTES);
+}
+
 /* cpu_matmul.c */
 void cpu_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
-                const float *bias, float *y, int64_t ldy, int accumulate);
+                const float *bias, float *y, int64_t ldy, int accumulate, void *scratch);
 void cpu_get_rows(clef_backend *be, const clef_matrix *e, int64_t n, const int32_t *ids, float *y,
                   int64_t ldy);
+
+/* cpu_weights.c: the weight formats the CPU runs and their prepare step */
+int cpu_supports_format(clef_backend *be, clef_wtype t);
+size_t cpu_prepared_size(clef_backend *be, const clef_matrix *w);
+int cpu_prepare_matrix(clef_backend *be, const clef_matrix *w, void *dst, clef_matrix *out);
+size_t cpu_matmul_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w);
 
 /* cpu_norm.c */
 void cpu_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx,
@@ -68,5 +84,26 @@ void cpu_gdn_gates(clef_backend *be, int64_t T, int64_t H, const float *a, int64
                    float *g, float *beta);
 void cpu_gdn(clef_backend *be, const clef_gdn_args *args, void *scratch);
 size_t cpu_gdn_workspace_size(clef_backend *be, const clef_gdn_args *args);
+
+/* cpu_guard.c: the guarded variant (clef_backend_params.guard_host_access). */
+int cpu_guard_create(size_t reserve_bytes, cpu_guard **out);
+void cpu_guard_free(cpu_guard *g); /* accepts NULL */
+void cpu_guard_ops(const clef_backend_ops *plain, clef_backend_ops *out);
+
+/* cpu_head_ops.c (the head ops section of the op table) */
+void cpu_segment_sum(clef_backend *be, int64_t n_seg, int64_t dim, const clef_segment *segs,
+                     const float *x, int64_t ldx, const float *row_weight, float *y,
+                     int64_t ldy);
+void cpu_row_dot(clef_backend *be, int64_t n, int64_t dim, const float *a, int64_t lda,
+                 const int32_t *ia, const float *b, int64_t ldb, const int32_t *ib, float scale,
+                 float eps, float *out);
+void cpu_segment_softmax(clef_backend *be, int64_t n_seg, const int32_t *offsets,
+                         const float *x, float *y);
+void cpu_add_rows(clef_backend *be, int64_t rows, int64_t cols, const float *x, int64_t ldx,
+                  const float *v, int64_t ldv, const int32_t *idx, float *y, int64_t ldy);
+void cpu_pair_features(clef_backend *be, int64_t rows, int64_t dim, const float *f,
+                       int64_t ldf, const int32_t *idx, const float *o, int64_t ldo,
+                       float *feat, int64_t ldfeat);
+void cpu_axpy(clef_backend *be, int64_t n, float alpha, const float *x, float *y);
 
 #endif /* CLEF_BACKEND_CPU_INTERNAL_H */

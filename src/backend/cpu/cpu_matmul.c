@@ -3,6 +3,8 @@
  * lookup. The split is by whole NR-column panels of W when there are enough of them, else by
  * MR-row blocks of x; either way each element is computed by the same kernel sequence, so
  * results never depend on the thread count or on the other rows of the batch.
+ * Packing buffers: the caller's scratch (one per thread, cpu_matmul_workspace_size) or the
+ * backend handle's own.
  */
 #include "backend/cpu/cpu_internal.h"
 
@@ -13,7 +15,7 @@
 #include <string.h>
 
 void cpu_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
-                const float *bias, float *y, int64_t ldy, int accumulate) {
+                const float *bias, float *y, int64_t ldy, int accumulate, void *scratch) {
     CLEF_ASSERT(w->type == CLEF_WTYPE_F32 || w->type == CLEF_WTYPE_BF16);
     const int64_t N = w->rows, K = w->cols;
     const cpu_gemm_b B = {.type = w->type, .layout = CPU_GEMM_B_NK, .data = w->data, .ld = w->ld};
@@ -28,7 +30,7 @@ void cpu_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const 
     {
         int tid = omp_get_thread_num(), n = omp_get_num_threads();
         int64_t u0 = units * tid / n, u1 = units * (tid + 1) / n;
-        float *pack = cpu_thread_pack(be);
+        float *pack = scratch ? cpu_scratch_pack(scratch, tid) : cpu_thread_pack(be);
         if (u1 > u0) {
             if (split_n) {
                 int64_t n0 = u0 * CPU_GEMM_NR, n1 = u1 * CPU_GEMM_NR < N ? u1 * CPU_GEMM_NR : N;
@@ -46,6 +48,7 @@ void cpu_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const 
 
 void cpu_get_rows(clef_backend *be, const clef_matrix *e, int64_t n, const int32_t *ids, float *y,
                   int64_t ldy) {
+    CLEF_ASSERT(e->type == CLEF_WTYPE_F32 || e->type == CLEF_WTYPE_BF16); /* F16: prepared */
     const int64_t D = e->cols;
 #pragma omp parallel for num_threads(be->n_threads) schedule(static)
     for (int64_t t = 0; t < n; t++) {

@@ -1,5 +1,6 @@
 /*
- * server.h — `clef serve`: the SystemOne and Workers AI APIs over HTTP (libmicrohttpd), with
+ * clef_server.h — the public header of clef_server (src/server/, its own library beside
+ * libclef, linked with libmicrohttpd) — `clef serve`: the SystemOne and Workers AI APIs over HTTP (libmicrohttpd), with
  * bearer-token auth, api.md's limits, a batching scheduler over a pool of contexts, metrics,
  * an OpenAPI description and graceful shutdown. tools/clef/cmd_serve.c is its command line;
  * docs/server.md describes the routes, flags and behaviour for users.
@@ -12,9 +13,10 @@
  * without an answer except to a client that hung up.
  *
  * Thread safety: start, state, shutdown and free are called from one controlling thread.
+ * Log lines (the access log at INFO, problems at WARN) go through clef_log_set()'s callback.
  */
-#ifndef CLEF_SERVER_SERVER_H
-#define CLEF_SERVER_SERVER_H
+#ifndef CLEF_SERVER_H
+#define CLEF_SERVER_H
 
 #include "clef.h"
 
@@ -67,4 +69,4 @@ const char *clef_server_error(clef_server *server);        /* the load failure, 
 void clef_server_shutdown(clef_server *server);
 void clef_server_free(clef_server *server);                 /* shuts down first; accepts NULL */
 
-#endif /* CLEF_SERVER_SERVER_H */
+#endif /* CLEF_SERVER_H */

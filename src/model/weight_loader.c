@@ -1,0 +1,279 @@
+/*
+ * weight_loader.c — find, check, stage, place and prepare weights (see weight_loader.h).
+ *
+ * Staging: a tensor's bytes come from the source in pieces of at most
+ * staging_limit (CLEF_WEIGHT_STAGING_BYTES; a whole number of format blocks, or of elements for vectors) into
+ * one host buffer reused for every tensor, and each piece goes to its final backend buffer
+ * with clef_backend_write. Matrices are written in their stored format to a buffer of the
+ * owner's set, then offered to the backend's prepare step; when every part of the matrix has
+ * a prepared form, the stored buffer is released at once (the peak is one stored matrix).
+ */
+#include "model/weight_loader.h"
+
+#include "core/error.h"
+#include "core/shape.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+clef_weight_loader clef_weight_loader_init(clef_backend *be, const clef_tensor_source *src,
+                                           clef_buffer_set *buffers, const char *owner,
+                                           const char *name_prefix, const char *config_name) {
+    clef_weight_loader L = {.be = be, .src = src, .buffers = buffers, .owner = owner,
+                            .name_prefix = name_prefix ? name_prefix : "",
+                            .config_name = config_name ? config_name : "config",
+                            .staging_limit = CLEF_WEIGHT_STAGING_BYTES};
+    return L;
+}
+
+void clef_weight_loader_free(clef_weight_loader *L) {
+    free(L->staging);
+    L->staging = NULL;
+    L->staging_bytes = 0;
+}
+
+int clef_scalar_kind_of_dtype(clef_dtype dtype, clef_scalar_kind *out) {
+    switch (dtype) {
+    case CLEF_DTYPE_F32: *out = CLEF_SCALAR_F32; return 1;
+    case CLEF_DTYPE_BF16: *out = CLEF_SCALAR_BF16; return 1;
+    case CLEF_DTYPE_F16: *out = CLEF_SCALAR_F16; return 1;
+    case CLEF_DTYPE_F8_E4M3: *out = CLEF_SCALAR_FP8_E4M3; return 1;
+    default: return 0;
+    }
+}
+
+int clef_wtype_of_dtype(clef_dtype dtype, clef_wtype *out) {
+    switch (dtype) {
+    case CLEF_DTYPE_F32: *out = CLEF_WTYPE_F32; return 1;
+    case CLEF_DTYPE_BF16: *out = CLEF_WTYPE_BF16; return 1;
+    case CLEF_DTYPE_F16: *out = CLEF_WTYPE_F16; return 1;
+    default: return 0;
+    }
+}
+
+/* "joint head: " or "" */
+static const char *who(const clef_weight_loader *L) { return L->owner ? L->owner : ""; }
+static const char *who_sep(const clef_weight_loader *L) { return L->owner ? ": " : ""; }
+
+static void full_name(const clef_weight_loader *L, const char *name, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s%s", L->name_prefix, name);
+}
+
+int clef_weight_find(clef_weight_loader *L, const char *name, int n_dims, const int64_t *dims,
+                     const clef_tensor_info **out) {
+    char full[256], want[96], got[96];
+    full_name(L, name, full, sizeof full);
+    const clef_tensor_info *t = L->src->find(L->src->ctx, full);
+    if (!t)
+        return clef_fail(CLEF_ERR_TENSOR_MISSING, "%s%stensor '%s' is missing", who(L), who_sep(L),
+                         full);
+    int same = t->n_dims == n_dims;
+    for (int i = 0; same && i < n_dims; i++)
+        same = t->shape[i] == dims[i];
+    if (!same)
+        return clef_fail(CLEF_ERR_TENSOR_SHAPE, "%s%stensor '%s' has shape %s, %s says %s", who(L),
+                         who_sep(L), full, clef_shape_str(t->shape, t->n_dims, got, sizeof got),
+                         L->config_name, clef_shape_str(dims, n_dims, want, sizeof want));
+    *out = t;
+    return CLEF_OK;
+}
+
+static int ensure_staging(clef_weight_loader *L, size_t bytes) {
+    if (bytes <= L->staging_bytes)
+        return CLEF_OK;
+    void *p = realloc(L->staging, bytes);
+    if (!p)
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "%s%sno memory for a %zu-byte staging buffer",
+                         who(L), who_sep(L), bytes);
+    L->staging = p;
+    L->staging_bytes = bytes;
+    return CLEF_OK;
+}
+
+/* Called for each staged piece: bytes [offset, offset + n) of the tensor at `piece`. */
+typedef int (*piece_fn)(void *user, const void *piece, uint64_t offset, size_t n);
+
+/* Bring t's bytes through the staging buffer in pieces that are whole multiples of unit. */
+static int stream_tensor(clef_weight_loader *L, const clef_tensor_info *t, size_t unit,
+                         piece_fn fn, void *user) {
+    const uint64_t total = t->n_bytes;
+    if (total > SIZE_MAX)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "tensor '%s' is too large for this platform", t->name);
+    uint64_t piece = L->staging_limit / unit * unit;
+    if (!L->src->read_range || piece == 0 || piece > total)
+        piece = total;
+    int st = ensure_staging(L, piece ? (size_t)piece : 1);
+    if (st)
+        return st;
+    for (uint64_t off = 0; off < total; off += piece) {
+        size_t n = (size_t)(total - off < piece ? total - off : piece);
+        st = L->src->read_range ? L->src->read_range(L->src->ctx, t, off, n, L->staging)
+                                : L->src->read(L->src->ctx, t, L->staging);
+        if (st)
+            return clef_fail_prefix(st, "%s%sreading tensor '%s'", who(L), who_sep(L), t->name);
+        if ((st = fn(user, L->staging, off, n)))
+            return st;
+    }
+    return CLEF_OK;
+}
+
+/* ---- matrices -------------------------------------------------------------------------- */
+
+typedef struct write_target {
+    clef_backend *be;
+    char *dst;
+} write_target;
+
+static int write_piece(void *user, const void *piece, uint64_t offset, size_t n) {
+    write_target *w = user;
+    return clef_backend_write(w->be, w->dst + offset, piece, n);
+}
+
+int clef_weight_load_matrix_parts(clef_weight_loader *L, const char *name, int64_t rows,
+                                  int64_t cols, int n_parts, const int64_t *part_rows,
+                                  clef_matrix *out) {
+    const clef_tensor_info *t;
+    const int64_t dims[2] = {rows, cols};
+    int st = clef_weight_find(L, name, 2, dims, &t);
+    if (st)
+        return st;
+    int64_t sum = 0;
+    for (int i = 0; i < n_parts; i++)
+        sum += part_rows[i];
+    CLEF_ASSERT(n_parts > 0 && sum == rows); /* the model's own bookkeeping */
+    clef_wtype type;
+    if (!clef_wtype_of_dtype(t->dtype, &type))
+        return clef_fail(CLEF_ERR_TENSOR_DTYPE, "%s%stensor '%s' has dtype %s, expected BF16, F16 "
+                         "or F32", who(L), who_sep(L), t->name, clef_dtype_name(t->dtype));
+    if (!clef_backend_supports_format(L->be, type))
+        return clef_fail(CLEF_ERR_UNSUPPORTED, "%s%stensor '%s' is %s: backend '%s' does not run "
+                         "%s weights", who(L), who_sep(L), t->name, clef_wtype_name(type),
+                         L->be->ops->name, clef_wtype_name(type));
+    const size_t bytes = clef_wtype_row_bytes(type, cols) * (size_t)rows;
+    if (t->n_bytes != bytes)
+        return clef_fail(CLEF_ERR_TENSOR_SHAPE, "%s%stensor '%s' holds %llu bytes, its shape and "
+                         "dtype say %zu", who(L), who_sep(L), t->name,
+                         (unsigned long long)t->n_bytes, bytes);
+    void *stored = clef_buffer_set_alloc(L->buffers, bytes);
+    if (!stored)
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "%s%stensor '%s': out of memory for %zu bytes",
+                         who(L), who_sep(L), t->name, bytes);
+    write_target wt = {L->be, stored};
+    const size_t unit = clef_wtype_get_traits(type)->block_bytes;
+    if ((st = stream_tensor(L, t, unit, write_piece, &wt)))
+        return st;
+    const clef_matrix whole = {.type = type, .rows = rows, .cols = cols, .ld = cols, .data = stored};
+    int stored_used = 0;
+    size_t placed = 0;
+    int64_t r0 = 0;
+    for (int i = 0; i < n_parts; r0 += part_rows[i], i++) {
+        clef_matrix part = n_parts == 1 ? whole : clef_matrix_slice_rows(&whole, r0, part_rows[i]);
+        size_t need = clef_backend_prepared_size(L->be, &part);
+        if (need == 0) {
+            out[i] = part;
+            stored_used = 1;
+            continue;
+        }
+        void *dst = clef_buffer_set_alloc(L->buffers, need);
+        if (!dst)
+            return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "%s%stensor '%s': out of memory for its "
+                             "%zu-byte prepared form", who(L), who_sep(L), t->name, need);
+        if ((st = clef_backend_prepare_matrix(L->be, &part, dst, &out[i])))
+            return clef_fail_prefix(st, "%s%spreparing tensor '%s'", who(L), who_sep(L), t->name);
+        placed += need;
+    }
+    /* the stored form is kept only while a part still runs from it */
+    if (stored_used)
+        placed += bytes;
+    else
+        clef_buffer_set_release_one(L->buffers, stored);
+    L->bytes += placed;
+    return CLEF_OK;
+}
+
+int clef_weight_load_matrix(clef_weight_loader *L, const char *name, int64_t rows, int64_t cols,
+                            clef_matrix *out) {
+    return clef_weight_load_matrix_parts(L, name, rows, cols, 1, &rows, out);
+}
+
+/* ---- fp32 vectors ---------------------------------------------------------------------- */
+
+typedef struct convert_target {
+    clef_scalar_kind kind;
+    size_t esize;
+    clef_backend *be;  /* NULL: host destination */
+    float *dst;        /* backend or host */
+    float *conv;       /* host conversion buffer (backend destination) */
+} convert_target;
+
+static int convert_piece(void *user, const void *piece, uint64_t offset, size_t n) {
+    convert_target *c = user;
+    size_t first = (size_t)(offset / c->esize), count = n / c->esize;
+    if (!c->be) {
+        clef_convert_to_f32(c->kind, piece, count, c->dst + first);
+        return CLEF_OK;
+    }
+    clef_convert_to_f32(c->kind, piece, count, c->conv);
+    return clef_backend_write(c->be, c->dst + first, c->conv, count * sizeof(float));
+}
+
+/* Check name as a float tensor of the given shape; n = its element count. */
+static int find_vector(clef_weight_loader *L, const char *name, const int64_t *shape, int n_dims,
+                       const clef_tensor_info **t, clef_scalar_kind *kind, size_t *n) {
+    int st = clef_weight_find(L, name, n_dims, shape, t);
+    if (st)
+        return st;
+    if ((*t)->dtype == CLEF_DTYPE_F8_E4M3 || !clef_scalar_kind_of_dtype((*t)->dtype, kind))
+        return clef_fail(CLEF_ERR_TENSOR_DTYPE, "%s%stensor '%s' has dtype %s, expected BF16, F16 "
+                         "or F32", who(L), who_sep(L), (*t)->name, clef_dtype_name((*t)->dtype));
+    *n = 1;
+    for (int i = 0; i < n_dims; i++)
+        *n *= (size_t)shape[i];
+    if ((*t)->n_bytes != *n * clef_scalar_size(*kind))
+        return clef_fail(CLEF_ERR_TENSOR_SHAPE, "%s%stensor '%s' holds %llu bytes, its shape and "
+                         "dtype say %zu", who(L), who_sep(L), (*t)->name,
+                         (unsigned long long)(*t)->n_bytes, *n * clef_scalar_size(*kind));
+    return CLEF_OK;
+}
+
+int clef_weight_load_vector(clef_weight_loader *L, const char *name, const int64_t *shape,
+                            int n_dims, float **out) {
+    const clef_tensor_info *t = NULL;
+    clef_scalar_kind kind = CLEF_SCALAR_F32;
+    size_t n = 0;
+    int st = find_vector(L, name, shape, n_dims, &t, &kind, &n);
+    if (st)
+        return st;
+    float *dst = clef_buffer_set_alloc(L->buffers, n * sizeof(float));
+    size_t esize = clef_scalar_size(kind);
+    size_t piece_elems = L->staging_limit / esize;
+    if (!L->src->read_range || piece_elems == 0 || piece_elems > n)
+        piece_elems = n;
+    float *conv = malloc(piece_elems * sizeof(float) + 1);
+    if (!dst || !conv) {
+        free(conv);
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "%s%stensor '%s': out of memory", who(L),
+                         who_sep(L), t->name);
+    }
+    convert_target c = {kind, esize, L->be, dst, conv};
+    st = stream_tensor(L, t, esize, convert_piece, &c);
+    free(conv);
+    if (st)
+        return st;
+    L->bytes += n * sizeof(float);
+    *out = dst;
+    return CLEF_OK;
+}
+
+int clef_weight_read_host_f32(clef_weight_loader *L, const char *name, const int64_t *shape,
+                              int n_dims, float *dst) {
+    const clef_tensor_info *t = NULL;
+    clef_scalar_kind kind = CLEF_SCALAR_F32;
+    size_t n = 0;
+    int st = find_vector(L, name, shape, n_dims, &t, &kind, &n);
+    if (st)
+        return st;
+    convert_target c = {kind, clef_scalar_size(kind), NULL, dst, NULL};
+    return stream_tensor(L, t, c.esize, convert_piece, &c);
+}
