@@ -302,6 +302,41 @@ class Backpressure(unittest.TestCase):
                                       'reason="timeout"'), 0)
             self.assertEqual(srv.stop(), 0, srv.log())
 
+    def test_client_that_hangs_up_frees_its_slot(self):
+        # one context, one request per batch, slow records: most wait in the queue; half of
+        # the clients hang up at once and must be dropped before their forward
+        with Server(CLEF, "--max-batch-requests", "1") as srv:
+            body = json.dumps({"model": "m", "state": big_state(1500),
+                               "questions": {"q": {"type": "noul"}}}).encode()
+            req = (b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                   % len(body) + body)
+            socks = [socket.create_connection(("127.0.0.1", srv.port), timeout=120) for _ in range(16)]
+            for s in socks:
+                s.sendall(req)
+            def held():  # queued + answered: at most one more is running
+                m = srv.metrics()
+                return (metric(m, "clef_queue_depth") +
+                        metric(m, "clef_http_requests_total", 'route="systemone",status="200"'))
+            self.assertTrue(wait_until(lambda: held() >= 15, 60), "the server did not take the requests")
+            for s in socks[8:]:
+                s.close()
+            for s in socks[:8]:
+                reply = b""
+                while not (status_of(reply) and reply.endswith(b"}")):
+                    c = s.recv(65536)
+                    if not c:
+                        break
+                    reply += c
+                self.assertEqual(status_of(reply), 200)
+                s.close()
+            m = srv.metrics()
+            gone = metric(m, "clef_requests_dropped_total", 'reason="client_gone"')
+            answered = metric(m, "clef_http_requests_total", 'route="systemone",status="200"')
+            self.assertGreater(gone, 0, "no queued request of a client that hung up was dropped")
+            # every request answered or dropped, once (one may have been running unseen)
+            self.assertIn(gone + answered, (15, 16))
+            self.assertEqual(srv.stop(), 0, srv.log())
+
     def test_prompt_over_max_length_refused_413(self):
         with Server(CLEF, "--max-length", "256") as srv:  # --truncation refuse is the default
             body = {"model": "m", "state": big_state(400), "questions": {"q": {"type": "noul"}}}
