@@ -9,6 +9,7 @@
  *   - a JSON reply (Content-Type application/json) is valid JSON.
  * The server is freed at exit, so the sanitizer build also finds leaks on this path.
  * Corpus: fuzz/corpus/http (valid SystemOne / Workers AI / GET requests, broken ones).
+ * The release is demo/clef-demo from the working directory, or $CLEF_FUZZ_HTTP_RELEASE.
  */
 #include "clef.h"
 #include "core/error.h"
@@ -50,7 +51,9 @@ static void start_server(void) {
     signal(SIGPIPE, SIG_IGN);
     clef_log_set(quiet_log, NULL);
     clef_server_params p = clef_server_default_params();
-    p.model_dir = "demo/clef-demo";
+    /* the replay runs from the repository root; a campaign may run elsewhere and name it */
+    const char *release = getenv("CLEF_FUZZ_HTTP_RELEASE");
+    p.model_dir = release ? release : "demo/clef-demo";
     p.served_name = "clef-flash";
     p.token = "fuzz";
     p.n_threads = 1;
@@ -63,7 +66,11 @@ static void start_server(void) {
         struct timespec ms10 = {0, 10 * 1000 * 1000};
         nanosleep(&ms10, NULL);
     }
-    CLEF_ASSERT(clef_server_get_state(server) == CLEF_SERVER_READY);
+    if (clef_server_get_state(server) != CLEF_SERVER_READY) {
+        fprintf(stderr, "fuzz_http: the server did not load '%s': %s\n", p.model_dir,
+                clef_server_error(server));
+        abort();
+    }
     atexit(stop_server);
 }
 

@@ -437,9 +437,12 @@ static enum MHD_Result request_route(request_ctx *rc, const char *url, const cha
         const char *name = server_engine_name(srv->engine);
         if (strncmp(model_id, prefix, strlen(prefix)) != 0 ||
             strcmp(model_id + strlen(prefix), name) != 0) {
-            char msg[256];
-            snprintf(msg, sizeof msg, "no such model '%.64s': this server runs '@cf/cloudflare/%.64s'",
-                     model_id, name);
+            /* the path is untrusted bytes: quote it as printable ASCII only (a cut or invalid
+             * UTF-8 sequence would make the JSON error body invalid; fuzz_http found it) */
+            char shown[65], msg[256];
+            copy_printable(shown, sizeof shown, model_id);
+            snprintf(msg, sizeof msg, "no such model '%s': this server runs '@cf/cloudflare/%.64s'",
+                     shown, name);
             return send_error(rc, 404, "not_found", msg, 0, NULL);
         }
         snprintf(rc->path_model, sizeof rc->path_model, "%s", name);
