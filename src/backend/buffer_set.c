@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 clef_buffer_set clef_buffer_set_init(clef_backend *be) {
-    clef_buffer_set set = {be, NULL, NULL, 0, 0, 0};
+    clef_buffer_set set = {.be = be};
     return set;
 }
 
@@ -32,6 +32,21 @@ void *clef_buffer_set_alloc(clef_buffer_set *set, size_t bytes) {
     return p;
 }
 
+void *clef_buffer_set_host_alloc(clef_buffer_set *set, size_t bytes) {
+    if (set->n_host == set->cap_host) {
+        size_t cap = set->cap_host ? 2 * set->cap_host : 16;
+        void **items = realloc(set->host_items, cap * sizeof *items);
+        if (!items)
+            return NULL;
+        set->host_items = items;
+        set->cap_host = cap;
+    }
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (p)
+        set->host_items[set->n_host++] = p;
+    return p;
+}
+
 int clef_buffer_set_release_one(clef_buffer_set *set, void *buf) {
     for (size_t i = set->n; i-- > 0;) {
         if (set->items[i] != buf)
@@ -51,6 +66,11 @@ void clef_buffer_set_release(clef_buffer_set *set) {
         clef_backend_release(set->be, set->items[i]);
     free(set->items);
     free(set->sizes);
+    for (size_t i = 0; i < set->n_host; i++)
+        free(set->host_items[i]);
+    free(set->host_items);
+    set->host_items = NULL;
+    set->n_host = set->cap_host = 0;
     set->items = NULL;
     set->sizes = NULL;
     set->n = set->cap = 0;

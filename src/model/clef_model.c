@@ -148,9 +148,15 @@ static int model_read(void *user, const clef_tensor_info *t, void *dst) {
     int st = clef_release_read_threads(m->release, t, dst, m->params.n_threads);
     /* A NaN or Inf weight is refused here, by name, rather than surfacing later as a NaN
      * probability that looks like the record's fault. */
-    if (st == CLEF_OK)
+    if (st == CLEF_OK) {
+        /* t may be a piece of the tensor (model_read_range): count elements from its start */
+        const clef_tensor_info *whole = clef_release_find(m->release, t->name);
+        size_t esize = clef_dtype_size(t->dtype);
+        uint64_t first = whole && esize && t->offset >= whole->offset
+                             ? (t->offset - whole->offset) / esize : 0;
         st = clef_check_weight_finite(t, clef_release_file_name(m->release, (size_t)t->file), dst,
-                                      t->n_bytes, 0);
+                                      t->n_bytes, first);
+    }
     m->load_done += t->n_bytes;
     progress(m, "weights", m->load_done, m->load_total);
     return st;

@@ -130,40 +130,55 @@ static int write_piece(void *user, const void *piece, uint64_t offset, size_t n)
     return clef_backend_write(w->be, w->dst + offset, piece, n);
 }
 
+/* A quantized matrix from the plug point; its buffers stay (prepared forms are added). */
+static int load_quantized(clef_weight_loader *L, const char *name, const clef_tensor_info *t,
+                          int64_t rows, int64_t cols, clef_matrix *whole) {
+    if (!L->load_quantized)
+        return clef_fail(CLEF_ERR_TENSOR_DTYPE, "%s%stensor '%s' has dtype %s, expected BF16, F16 "
+                         "or F32", who(L), who_sep(L), t->name, clef_dtype_name(t->dtype));
+    size_t before = L->buffers->bytes;
+    int st = L->load_quantized(L->load_quantized_ctx, L, name, t, rows, cols, whole);
+    if (st)
+        return st;
+    CLEF_ASSERT(whole->rows == rows && whole->cols == cols && whole->data);
+    L->bytes += L->buffers->bytes - before;
+    if (!clef_backend_supports_format(L->be, whole->type))
+        return clef_fail(CLEF_ERR_UNSUPPORTED, "%s%stensor '%s' is %s: backend '%s' does not run "
+                         "%s weights", who(L), who_sep(L), t->name, clef_wtype_name(whole->type),
+                         L->be->ops->name, clef_wtype_name(whole->type));
+    return CLEF_OK;
+}
+
 int clef_weight_load_matrix_parts(clef_weight_loader *L, const char *name, int64_t rows,
                                   int64_t cols, int n_parts, const int64_t *part_rows,
                                   clef_matrix *out) {
-    const clef_tensor_info *t;
-    const int64_t dims[2] = {rows, cols};
-    int st = clef_weight_find(L, name, 2, dims, &t);
-    if (st)
-        return st;
     int64_t sum = 0;
     for (int i = 0; i < n_parts; i++)
         sum += part_rows[i];
     CLEF_ASSERT(n_parts > 0 && sum == rows); /* the model's own bookkeeping */
+    char full[256];
+    full_name(L, name, full, sizeof full);
+    const clef_tensor_info *t = L->src->find(L->src->ctx, full);
     clef_wtype type;
-    if (!clef_wtype_of_dtype(t->dtype, &type))
-        return clef_fail(CLEF_ERR_TENSOR_DTYPE, "%s%stensor '%s' has dtype %s, expected BF16, F16 "
-                         "or F32", who(L), who_sep(L), t->name, clef_dtype_name(t->dtype));
-    if (!clef_backend_supports_format(L->be, type))
-        return clef_fail(CLEF_ERR_UNSUPPORTED, "%s%stensor '%s' is %s: backend '%s' does not run "
-                         "%s weights", who(L), who_sep(L), t->name, clef_wtype_name(type),
-                         L->be->ops->name, clef_wtype_name(type));
-    const size_t bytes = clef_wtype_row_bytes(type, cols) * (size_t)rows;
-    if (t->n_bytes != bytes)
-        return clef_fail(CLEF_ERR_TENSOR_SHAPE, "%s%stensor '%s' holds %llu bytes, its shape and "
-                         "dtype say %zu", who(L), who_sep(L), t->name,
-                         (unsigned long long)t->n_bytes, bytes);
-    void *stored = clef_buffer_set_alloc(L->buffers, bytes);
-    if (!stored)
-        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "%s%stensor '%s': out of memory for %zu bytes",
-                         who(L), who_sep(L), t->name, bytes);
-    write_target wt = {L->be, stored};
-    const size_t unit = clef_wtype_get_traits(type)->block_bytes;
-    if ((st = stream_tensor(L, t, unit, write_piece, &wt)))
-        return st;
-    const clef_matrix whole = {.type = type, .rows = rows, .cols = cols, .ld = cols, .data = stored};
+    clef_matrix whole;
+    void *stored = NULL; /* the stored form, when the loader placed it (plain formats) */
+    size_t bytes = 0;
+    int st;
+    if (t && !clef_wtype_of_dtype(t->dtype, &type)) {
+        if ((st = load_quantized(L, name, t, rows, cols, &whole)))
+            return st;
+    } else {
+        const int64_t dims[2] = {rows, cols};
+        if ((st = clef_weight_find(L, name, 2, dims, &t)))
+            return st;
+        if (!clef_backend_supports_format(L->be, type))
+            return clef_fail(CLEF_ERR_UNSUPPORTED, "%s%stensor '%s' is %s: backend '%s' does not "
+                             "run %s weights", who(L), who_sep(L), t->name, clef_wtype_name(type),
+                             L->be->ops->name, clef_wtype_name(type));
+        if ((st = clef_weight_place_bytes(L, name, 2, dims, t->dtype, &stored, &bytes)))
+            return st;
+        whole = (clef_matrix){.type = type, .rows = rows, .cols = cols, .ld = cols, .data = stored};
+    }
     int stored_used = 0;
     size_t placed = 0;
     int64_t r0 = 0;
@@ -183,13 +198,50 @@ int clef_weight_load_matrix_parts(clef_weight_loader *L, const char *name, int64
             return clef_fail_prefix(st, "%s%spreparing tensor '%s'", who(L), who_sep(L), t->name);
         placed += need;
     }
-    /* the stored form is kept only while a part still runs from it */
-    if (stored_used)
-        placed += bytes;
-    else
+    /* a plain stored form is kept only while a part still runs from it */
+    if (stored && !stored_used)
         clef_buffer_set_release_one(L->buffers, stored);
+    else
+        placed += bytes;
     L->bytes += placed;
     return CLEF_OK;
+}
+
+int clef_weight_place_bytes(clef_weight_loader *L, const char *name, int n_dims,
+                            const int64_t *dims, clef_dtype dtype, void **out, size_t *bytes) {
+    const clef_tensor_info *t;
+    int st = clef_weight_find(L, name, n_dims, dims, &t);
+    if (st)
+        return st;
+    if (t->dtype != dtype)
+        return clef_fail(CLEF_ERR_TENSOR_DTYPE, "%s%stensor '%s' has dtype %s, expected %s", who(L),
+                         who_sep(L), t->name, clef_dtype_name(t->dtype), clef_dtype_name(dtype));
+    size_t n = 1;
+    for (int i = 0; i < n_dims; i++)
+        n *= (size_t)dims[i];
+    const size_t want = n * clef_dtype_size(dtype);
+    if (t->n_bytes != want)
+        return clef_fail(CLEF_ERR_TENSOR_SHAPE, "%s%stensor '%s' holds %llu bytes, its shape and "
+                         "dtype say %zu", who(L), who_sep(L), t->name,
+                         (unsigned long long)t->n_bytes, want);
+    void *dst = clef_buffer_set_alloc(L->buffers, want);
+    if (!dst)
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "%s%stensor '%s': out of memory for %zu bytes",
+                         who(L), who_sep(L), t->name, want);
+    write_target wt = {L->be, dst};
+    if ((st = stream_tensor(L, t, clef_dtype_size(dtype), write_piece, &wt)))
+        return st;
+    *out = dst;
+    *bytes = want;
+    return CLEF_OK;
+}
+
+clef_quant *clef_weight_new_quant(clef_weight_loader *L) {
+    clef_quant *q = clef_buffer_set_host_alloc(L->buffers, sizeof *q);
+    if (!q)
+        clef_fail(CLEF_ERR_OUT_OF_MEMORY, "%s%sno memory for a quantization descriptor", who(L),
+                  who_sep(L));
+    return q;
 }
 
 int clef_weight_load_matrix(clef_weight_loader *L, const char *name, int64_t rows, int64_t cols,

@@ -36,7 +36,21 @@
  * whole tensor instead. */
 #define CLEF_WEIGHT_STAGING_BYTES ((size_t)64 << 20)
 
-typedef struct clef_weight_loader {
+typedef struct clef_weight_loader clef_weight_loader;
+
+/* The plug point of the quantized formats (src/quant/ provides one per release precision).
+ * Called by clef_weight_load_matrix* for a matrix whose tensor `name` is stored in no plain
+ * float dtype (t is that tensor: the packed U8 / F8_E4M3 / I8 data): find and check the
+ * format's tensors (P.weight, P.weight.absmax, P.weight_scale, ...), place them with
+ * clef_weight_place_bytes / clef_weight_load_vector, describe them in a descriptor from
+ * clef_weight_new_quant, and fill *out (type, rows, cols, ld = cols, data, quant). The loader
+ * then checks that the backend runs out->type (CLEF_ERR_UNSUPPORTED otherwise), slices parts
+ * and runs the prepare step. Returns a clef_status naming the tensor. */
+typedef int (*clef_weight_quant_fn)(void *ctx, clef_weight_loader *L, const char *name,
+                                    const clef_tensor_info *t, int64_t rows, int64_t cols,
+                                    clef_matrix *out);
+
+struct clef_weight_loader {
     clef_backend *be;
     const clef_tensor_source *src;
     clef_buffer_set *buffers;   /* the owner's backend buffers: every weight is allocated here */
@@ -47,7 +61,9 @@ typedef struct clef_weight_loader {
     size_t staging_limit;       /* largest staged piece: CLEF_WEIGHT_STAGING_BYTES from init */
     void *staging;              /* host staging buffer, grown on demand, freed by _free */
     size_t staging_bytes;
-} clef_weight_loader;
+    clef_weight_quant_fn load_quantized; /* NULL: only plain formats (others: TENSOR_DTYPE) */
+    void *load_quantized_ctx;
+};
 
 clef_weight_loader clef_weight_loader_init(clef_backend *be, const clef_tensor_source *src,
                                            clef_buffer_set *buffers, const char *owner,
@@ -74,6 +90,15 @@ int clef_weight_load_matrix(clef_weight_loader *L, const char *name, int64_t row
 int clef_weight_load_matrix_parts(clef_weight_loader *L, const char *name, int64_t rows,
                                   int64_t cols, int n_parts, const int64_t *part_rows,
                                   clef_matrix *out);
+
+/* The stored bytes of tensor name (shape dims, dtype `dtype`) as they are, in a new backend
+ * buffer of the owner's set (*out; *bytes its size): packed data and companions of a
+ * quantized format. */
+int clef_weight_place_bytes(clef_weight_loader *L, const char *name, int n_dims,
+                            const int64_t *dims, clef_dtype dtype, void **out, size_t *bytes);
+
+/* A zeroed descriptor that lives as long as the owner's weights (host memory of the set). */
+clef_quant *clef_weight_new_quant(clef_weight_loader *L);
 
 /* A tensor of the given shape stored as F32, BF16 or F16, as fp32 in a new backend buffer
  * (*out, owned by the buffer set). */

@@ -219,20 +219,32 @@ static int64_t pad(harness *h) { return rand_int(h, 0, 5); }
 
 /* ---- the cases ---------------------------------------------------------------------------- */
 
+/* A random IEEE half of magnitude in [2^-8, 1) or a subnormal, either sign. */
+static uint16_t rand_half(harness *h) {
+    uint64_t r = next_u64(h);
+    uint16_t exp = r % 53 == 0 ? 0 : (uint16_t)(7 + (r >> 8) % 8);
+    return (uint16_t)(((r >> 12) & 1u) << 15 | exp << 10 | ((r >> 16) & 0x3ffu));
+}
+
+/* Weight formats drawn: F32 and BF16 run as stored, F16 through the backend's prepare step
+ * (prepared_size / prepare_matrix) when it has one. */
 static void case_matmul(harness *h, case_result *r) {
+    static const clef_wtype formats[] = {CLEF_WTYPE_F32, CLEF_WTYPE_BF16, CLEF_WTYPE_F16};
     const int64_t T = rand_int(h, 1, 40), N = rand_int(h, 1, 70), K = rand_int(h, 1, 160);
-    const int bf16 = (int)rand_int(h, 0, 1), with_bias = (int)rand_int(h, 0, 1),
-              accumulate = (int)rand_int(h, 0, 1), planned = (int)rand_int(h, 0, 1);
+    const clef_wtype fmt = formats[rand_int(h, 0, 2)];
+    const int with_bias = (int)rand_int(h, 0, 1), accumulate = (int)rand_int(h, 0, 1),
+              planned = (int)rand_int(h, 0, 1);
     const int64_t ldx = K + pad(h), ldw = K + pad(h), xoff = pad(h);
     snprintf(r->shape, sizeof r->shape, "T=%lld N=%lld K=%lld %s bias=%d acc=%d scratch=%s",
-             (long long)T, (long long)N, (long long)K, bf16 ? "BF16" : "F32", with_bias,
+             (long long)T, (long long)N, (long long)K, clef_wtype_name(fmt), with_bias,
              accumulate, planned ? "planned" : "own");
     float *x = host_rand(h, (xoff + T) * ldx, 1.0f), *wf = host_rand(h, N * ldw, 0.5f);
-    uint16_t *wb = malloc(sizeof(uint16_t) * (size_t)(N * ldw));
+    uint16_t *w16 = malloc(sizeof(uint16_t) * (size_t)(N * ldw));
     for (int64_t i = 0; i < N * ldw; i++) {
-        wb[i] = clef_f32_to_bf16(wf[i]);
-        if (bf16)
-            wf[i] = clef_bf16_to_f32(wb[i]);
+        if (fmt == CLEF_WTYPE_F16)
+            w16[i] = rand_half(h), wf[i] = clef_f16_to_f32(w16[i]);
+        else if (fmt == CLEF_WTYPE_BF16)
+            w16[i] = clef_f32_to_bf16(wf[i]), wf[i] = clef_bf16_to_f32(w16[i]);
     }
     float *bias = host_rand(h, N, 1.0f);
     out_view y = out_make(h, T, N, N + pad(h), pad(h), 1);
@@ -245,9 +257,15 @@ static void case_matmul(harness *h, case_result *r) {
                 dot += (double)x[(xoff + t) * ldx + k] * wf[n * ldw + k];
             ref[t * N + n] = acc + dot;
         }
-    clef_matrix w = {.type = bf16 ? CLEF_WTYPE_BF16 : CLEF_WTYPE_F32, .rows = N, .cols = K,
-                     .ld = ldw};
-    w.data = bf16 ? dev_up(h, wb, sizeof(uint16_t) * (size_t)(N * ldw)) : dev_upf(h, wf, N * ldw);
+    clef_matrix w = {.type = fmt, .rows = N, .cols = K, .ld = ldw};
+    w.data = fmt == CLEF_WTYPE_F32 ? dev_upf(h, wf, N * ldw)
+                                   : dev_up(h, w16, sizeof(uint16_t) * (size_t)(N * ldw));
+    size_t prep = clef_backend_prepared_size(h->be, &w);
+    if (prep) {
+        clef_matrix prepared;
+        CHECK_EQ_INT(clef_backend_prepare_matrix(h->be, &w, dev_alloc(h, prep), &prepared), CLEF_OK);
+        w = prepared;
+    }
     const float *dx = dev_upf(h, x, (xoff + T) * ldx) + xoff * ldx;
     /* half the draws with scratch planned for a larger T (matmul_workspace_size), half with
      * the backend's own */
@@ -255,7 +273,7 @@ static void case_matmul(harness *h, case_result *r) {
     clef_matmul_scratch(h->be, T, dx, ldx, &w, with_bias ? dev_upf(h, bias, N) : NULL,
                         out_ptr(&y), y.ld, accumulate, ws ? dev_alloc(h, ws) : NULL);
     finish(h, &y, ref, r);
-    free(x), free(wf), free(wb), free(bias), free(ref);
+    free(x), free(wf), free(w16), free(bias), free(ref);
 }
 
 static void case_get_rows(harness *h, case_result *r) {
@@ -880,7 +898,7 @@ static const struct {
     void (*run)(harness *h, case_result *r);
     size_t slots[MAX_SLOTS]; /* op-table slots the case exercises (0 = none) */
 } OPS[] = {
-    {"matmul", case_matmul, {SLOT(matmul), SLOT(matmul_workspace_size)}},
+    {"matmul", case_matmul, {SLOT(matmul), SLOT(matmul_workspace_size), SLOT(prepare_matrix)}},
     {"get_rows", case_get_rows, {SLOT(get_rows)}},
     {"rmsnorm", case_rmsnorm, {SLOT(rmsnorm)}},
     {"rmsnorm_gated", case_rmsnorm_gated, {SLOT(rmsnorm_gated)}},

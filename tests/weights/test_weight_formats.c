@@ -17,7 +17,10 @@
  *  - the loader: pieces of a bounded staging buffer (down to a few bytes) place the same bytes
  *    and the same fp32 vectors as one read; a backend that does not run a format makes the
  *    backbone and the head loaders fail with CLEF_ERR_UNSUPPORTED naming the tensor, the
- *    format and the backend.
+ *    format and the backend;
+ *  - the plug point of the quantized formats (load_quantized): a small FP8 format loader over
+ *    the compressed-tensors fixture places the release's bytes and scales, its parts share
+ *    the descriptor, and the CPU (no FP8) refuses it by name.
  * Run from the repository root (ctest does).
  */
 #include "backend/backend.h"
@@ -360,6 +363,109 @@ static void test_refused_format(clef_backend *cpu) {
     }
 }
 
+/* ---- the plug point of the quantized formats ------------------------------------------- */
+
+/* A minimal FP8 format loader, as src/quant/ would write one: packed F8_E4M3 data and the
+ * per-channel weight_scale widened to fp32, described by a clef_quant_fp8. */
+static int fp8_loader(void *ctx, clef_weight_loader *L, const char *name,
+                      const clef_tensor_info *t, int64_t rows, int64_t cols, clef_matrix *out) {
+    (void)t;
+    int *calls = ctx;
+    ++*calls;
+    void *data;
+    size_t bytes;
+    const int64_t dims[2] = {rows, cols}, sdims[2] = {rows, 1};
+    int st = clef_weight_place_bytes(L, name, 2, dims, CLEF_DTYPE_F8_E4M3, &data, &bytes);
+    if (st)
+        return st;
+    char scale_name[200];
+    snprintf(scale_name, sizeof scale_name, "%s_scale", name);
+    float *scale;
+    if ((st = clef_weight_load_vector(L, scale_name, sdims, 2, &scale)))
+        return st;
+    clef_quant *q = clef_weight_new_quant(L);
+    if (!q)
+        return CLEF_ERR_OUT_OF_MEMORY;
+    q->u.fp8.weight_scale = scale;
+    *out = (clef_matrix){.type = CLEF_WTYPE_FP8_E4M3, .rows = rows, .cols = cols, .ld = cols,
+                         .data = data, .quant = q};
+    return CLEF_OK;
+}
+
+static int fp8_supports(clef_backend *be, clef_wtype t) {
+    (void)be;
+    return t == CLEF_WTYPE_F32 || t == CLEF_WTYPE_BF16 || t == CLEF_WTYPE_FP8_E4M3;
+}
+
+static void test_quantized_plug_point(clef_backend *cpu) {
+    clef_release *rel = NULL;
+    CHECK_EQ_INT(clef_release_open("tests/release/fixtures/fp8", NULL, &rel), CLEF_OK);
+    if (!rel)
+        return;
+    const clef_text_config *c = &clef_release_get_config(rel)->text;
+    const int64_t R = c->intermediate_size, C = c->hidden_size;
+    const char *name = "text.layers.0.mlp.up_proj.weight";
+    clef_tensor_source src = clef_tensor_source_of_release(rel);
+    clef_backend_ops ops = *cpu->ops;
+    ops.name = "cpu-fp8";
+    ops.supports_format = fp8_supports;
+    clef_backend fp8_be = *cpu;
+    fp8_be.ops = &ops;
+    int calls = 0;
+    for (int round = 0; round < 3; round++) {
+        /* 0: no format loader; 1: the CPU, which does not run FP8; 2: a backend that does */
+        clef_backend *be = round == 2 ? &fp8_be : cpu;
+        clef_buffer_set set = clef_buffer_set_init(be);
+        clef_weight_loader L = clef_weight_loader_init(be, &src, &set, NULL, "", "config");
+        if (round > 0)
+            L.load_quantized = fp8_loader, L.load_quantized_ctx = &calls;
+        L.staging_limit = 100; /* pieces here too */
+        clef_matrix parts[2];
+        const int64_t part_rows[2] = {40, R - 40};
+        int st = clef_weight_load_matrix_parts(&L, name, R, C, 2, part_rows, parts);
+        if (round == 0) {
+            CHECK_EQ_INT(st, CLEF_ERR_TENSOR_DTYPE);
+        } else if (round == 1) {
+            CHECK_EQ_INT(st, CLEF_ERR_UNSUPPORTED);
+            CHECK_MSG(strstr(clef_last_error(), name) && strstr(clef_last_error(), "FP8_E4M3"),
+                      "message names tensor and format: %s", clef_last_error());
+        } else {
+            CHECK_EQ_INT(st, CLEF_OK);
+            /* the placed bytes and scales are the release's; the second part starts at row 40
+             * of the stored tensor and shares its descriptor */
+            const clef_tensor_info *tw = clef_release_find(rel, name);
+            const clef_tensor_info *ts = clef_release_find(rel, "text.layers.0.mlp.up_proj.weight_scale");
+            uint8_t *want = malloc(tw->n_bytes), *got = malloc(tw->n_bytes);
+            void *scale_raw = malloc(ts->n_bytes);
+            float *want_scale = malloc(sizeof(float) * (size_t)R), *got_scale = malloc(sizeof(float) * (size_t)R);
+            clef_release_read(rel, tw, want);
+            clef_release_read(rel, ts, scale_raw);
+            clef_scalar_kind kind;
+            CHECK(clef_scalar_kind_of_dtype(ts->dtype, &kind));
+            clef_convert_to_f32(kind, scale_raw, (size_t)R, want_scale);
+            clef_backend_read(be, got, parts[0].data, tw->n_bytes);
+            clef_backend_read(be, got_scale, parts[0].quant->u.fp8.weight_scale, sizeof(float) * (size_t)R);
+            CHECK(memcmp(want, got, tw->n_bytes) == 0);
+            CHECK(memcmp(want_scale, got_scale, sizeof(float) * (size_t)R) == 0);
+            CHECK(parts[1].quant == parts[0].quant && parts[1].quant_row0 == 40 && parts[1].rows == R - 40);
+            CHECK((const uint8_t *)parts[1].data == (const uint8_t *)parts[0].data + 40 * C);
+            int same = 1;
+            for (int64_t r = 0; r < R - 40; r++)
+                for (int64_t k = 0; k < C; k++)
+                    same &= dequant(&parts[1], r, k) == dequant(&parts[0], 40 + r, k) ||
+                            (isnan(dequant(&parts[1], r, k)) && isnan(dequant(&parts[0], 40 + r, k)));
+            CHECK_MSG(same, "FP8 part 2 rows differ from rows 40.. of part 1's stored tensor");
+            printf("FP8 plug point: %s [%lld, %lld] placed in parts [40, %lld], scale[40] = %g\n",
+                   name, (long long)R, (long long)C, (long long)(R - 40), (double)got_scale[40]);
+            free(want), free(got), free(scale_raw), free(want_scale), free(got_scale);
+        }
+        clef_weight_loader_free(&L);
+        clef_buffer_set_release(&set);
+    }
+    CHECK_EQ_INT(calls, 2);
+    clef_release_free(rel);
+}
+
 int main(void) {
     clef_backend *be = make_cpu(2);
     test_traits_match_releases();
@@ -367,6 +473,7 @@ int main(void) {
     test_plain_formats(be);
     test_staging_pieces(be);
     test_refused_format(be);
+    test_quantized_plug_point(be);
     clef_backend_free(be);
     return test_summary();
 }
