@@ -102,7 +102,8 @@ static size_t take_batch(server_scheduler *s, server_job **batch, size_t cap) {
 }
 
 static void run_batch(server_scheduler *s, int32_t ctx, server_job **batch, size_t n,
-                      const char **bodies, size_t *lens, char **responses, int *statuses) {
+                      const char **bodies, size_t *lens, char **responses, int *statuses,
+                      char **messages) {
     /* a client that hung up while queued frees its place before the forward */
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
@@ -123,14 +124,17 @@ static void run_batch(server_scheduler *s, int32_t ctx, server_job **batch, size
         tokens += batch[i]->n_tokens;
     }
     double t0 = server_now();
-    server_engine_run(s->engine, ctx, kept, bodies, lens, responses, statuses);
+    server_engine_run(s->engine, ctx, kept, bodies, lens, responses, statuses, messages);
     server_metrics_batch(s->metrics, kept, tokens, server_now() - t0);
     for (size_t i = 0; i < kept; i++) {
         server_job *job = batch[i];
-        if (server_engine_render(job->kind, statuses[i], &responses[i], &job->reply) != CLEF_OK)
+        if (server_engine_render(job->kind, statuses[i], messages[i], &responses[i],
+                                 &job->reply) != CLEF_OK)
             job->reply.status = 503;
         clef_string_free(responses[i]);
+        clef_string_free(messages[i]);
         responses[i] = NULL;
+        messages[i] = NULL;
         job->done(job);
     }
 }
@@ -146,7 +150,8 @@ static void *worker_main(void *p) {
     size_t *lens = calloc(cap, sizeof *lens);
     char **responses = calloc(cap, sizeof *responses);
     int *statuses = calloc(cap, sizeof *statuses);
-    if (!batch || !bodies || !lens || !responses || !statuses) {
+    char **messages = calloc(cap, sizeof *messages);
+    if (!batch || !bodies || !lens || !responses || !statuses || !messages) {
         CLEF_LOG_E("clef serve: context %d: out of memory; this context serves nothing", ctx);
         goto out;
     }
@@ -160,7 +165,7 @@ static void *worker_main(void *p) {
         }
         size_t n = take_batch(s, batch, cap);
         pthread_mutex_unlock(&s->lock);
-        run_batch(s, ctx, batch, n, bodies, lens, responses, statuses);
+        run_batch(s, ctx, batch, n, bodies, lens, responses, statuses, messages);
     }
 out:
     free(batch);
@@ -168,6 +173,7 @@ out:
     free(lens);
     free(responses);
     free(statuses);
+    free(messages);
     return NULL;
 }
 

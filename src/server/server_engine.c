@@ -1,7 +1,7 @@
 /*
- * server_engine.c — the engine steps of `clef serve` on today's public API (see
- * server_engine.h): n loaded models as n contexts, the release's tokenizer for prepare, and
- * the reply shapes of the two API surfaces.
+ * server_engine.c — the engine steps of `clef serve` on the public API (see server_engine.h):
+ * one loaded model with n clef_contexts (each its own workspace; they decide concurrently),
+ * the release's tokenizer for prepare, and the reply shapes of the two API surfaces.
  */
 #include "server/server_engine.h"
 
@@ -18,7 +18,8 @@ struct server_engine {
     server_engine_params params;
     char *name;
     tok_tokenizer *tokenizer;      /* prepare's token count (the models hold their own) */
-    clef_model **models;           /* [n_contexts] */
+    clef_model *model;             /* weights, once */
+    clef_context **contexts;       /* [n_contexts] */
     int32_t n_contexts;
     int32_t max_length;
 };
@@ -88,8 +89,8 @@ int server_engine_load(const server_engine_params *params, server_engine **out) 
     e->n_contexts = params->n_contexts > 0 ? params->n_contexts : 1;
     e->max_length = params->max_length > 0 ? params->max_length : CLEF_DEFAULT_MAX_LENGTH;
     int st = CLEF_OK;
-    e->models = calloc((size_t)e->n_contexts, sizeof *e->models);
-    if (!e->models) {
+    e->contexts = calloc((size_t)e->n_contexts, sizeof *e->contexts);
+    if (!e->contexts) {
         st = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory loading the server engine");
         goto err;
     }
@@ -98,14 +99,16 @@ int server_engine_load(const server_engine_params *params, server_engine **out) 
     mp.max_length = e->max_length;
     mp.max_questions = params->limits.max_questions;
     mp.truncation = params->truncation;
+    if ((st = clef_model_load(params->model_dir, &mp, &e->model)))
+        goto err;
     for (int32_t i = 0; i < e->n_contexts; i++)
-        if ((st = clef_model_load(params->model_dir, &mp, &e->models[i])))
+        if ((st = clef_context_create(e->model, NULL, &e->contexts[i])))
             goto err;
     if ((st = tok_load_dir(params->model_dir, &e->tokenizer))) {
         clef_fail_prefix(st, "release '%s'", params->model_dir);
         goto err;
     }
-    e->name = dup_str(params->served_name ? params->served_name : clef_model_name(e->models[0]));
+    e->name = dup_str(params->served_name ? params->served_name : clef_model_name(e->model));
     if (!e->name) {
         st = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory loading the server engine");
         goto err;
@@ -120,9 +123,10 @@ err:
 void server_engine_free(server_engine *e) {
     if (!e)
         return;
-    for (int32_t i = 0; e->models && i < e->n_contexts; i++)
-        clef_model_free(e->models[i]);
-    free(e->models);
+    for (int32_t i = 0; e->contexts && i < e->n_contexts; i++)
+        clef_context_free(e->contexts[i]);
+    free(e->contexts);
+    clef_model_free(e->model); /* after its contexts */
     tok_free(e->tokenizer);
     free(e->name);
     free(e);
@@ -199,15 +203,17 @@ int server_engine_prepare(server_engine *e, const char *body, size_t len, clef_r
 /* ---- run and render ----------------------------------------------------------------------- */
 
 void server_engine_run(server_engine *e, int32_t ctx, size_t n, const char *const *bodies,
-                       const size_t *lens, char **responses, int *statuses) {
+                       const size_t *lens, char **responses, int *statuses, char **messages) {
     CLEF_ASSERT(ctx >= 0 && ctx < e->n_contexts);
-    clef_model_decide_batch(e->models[ctx], n, bodies, lens, responses, statuses);
+    clef_context_decide_batch(e->contexts[ctx], n, bodies, lens, responses, statuses, messages);
 }
 
-int server_engine_render(clef_request_kind kind, int status, char **response, server_reply *reply) {
+int server_engine_render(clef_request_kind kind, int status, const char *message, char **response,
+                         server_reply *reply) {
     memset(reply, 0, sizeof *reply);
     if (status != CLEF_OK || !*response)
-        return status_reply(reply, kind, status ? status : CLEF_ERR_INTERNAL, clef_last_error());
+        return status_reply(reply, kind, status ? status : CLEF_ERR_INTERNAL,
+                            message ? message : "the decision failed");
     if (kind != CLEF_REQUEST_WORKERS_AI) {
         reply->status = 200;
         reply->len = strlen(*response);

@@ -8,11 +8,11 @@
  *   run      decide a batch of prepared bodies on one context (one forward slot)
  *   render   turn one result, or its failure, into the HTTP reply of its route
  *
- * Today a "context" is a whole clef_model loaded once per context (the public API's rule:
- * one forward at a time per model), and run goes through clef_model_decide_batch, which
- * parses and encodes each body again. When the library grows contexts and a facade with
- * separate prepare/run/render steps, this file is the only one that changes: one model,
- * N contexts, and the prepared encoding handed to run instead of the body.
+ * The model is loaded once; each context is a clef_context on it (its own workspace, so the
+ * contexts decide concurrently), and run goes through clef_context_decide_batch, which parses
+ * and encodes each body again. Handing prepare's encoding to run instead of the body (the
+ * engine's prepare/run/render steps, src/engine/engine.h, once they are public) changes this
+ * file only.
  *
  * Thread safety: prepare and render may run on any thread at once; run may run concurrently
  * for DIFFERENT contexts, never twice at once for one context.
@@ -55,8 +55,8 @@ void server_reply_free(server_reply *reply); /* accepts NULL; leaves it zeroed *
 int server_reply_error(server_reply *reply, clef_request_kind kind, int http_status,
                        const char *type, const char *msg);
 
-/* Load the release n_contexts times (see the file comment) and its tokenizer. On failure
- * *out is NULL and clef_last_error() says why. */
+/* Load the release once with n_contexts contexts on it, and its tokenizer. On failure *out
+ * is NULL and clef_last_error() says why. */
 int server_engine_load(const server_engine_params *params, server_engine **out);
 void server_engine_free(server_engine *engine); /* accepts NULL */
 
@@ -72,13 +72,15 @@ int server_engine_prepare(server_engine *engine, const char *body, size_t len,
                           server_reply *error);
 
 /* Decide n prepared bodies on context ctx (0 <= ctx < n_contexts). responses[i] (SystemOne
- * body, free with clef_string_free) and statuses[i] are set for every i. */
+ * body), statuses[i] and messages[i] (the record's error message, NULL when it succeeded) are
+ * set for every i; free responses and messages with clef_string_free. */
 void server_engine_run(server_engine *engine, int32_t ctx, size_t n, const char *const *bodies,
-                       const size_t *lens, char **responses, int *statuses);
+                       const size_t *lens, char **responses, int *statuses, char **messages);
 
 /* The reply of one run result: on status CLEF_OK, 200 with the SystemOne body (taken over:
- * *response becomes NULL) or its Workers AI envelope; else the error in the route's shape. */
-int server_engine_render(clef_request_kind kind, int status, char **response,
-                         server_reply *reply);
+ * *response becomes NULL) or its Workers AI envelope; else the error (message) in the route's
+ * shape. */
+int server_engine_render(clef_request_kind kind, int status, const char *message,
+                         char **response, server_reply *reply);
 
 #endif /* CLEF_SERVER_ENGINE_H */

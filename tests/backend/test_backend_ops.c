@@ -388,7 +388,7 @@ static void case_conv(harness *h, case_result *r) {
     clef_conv1d_causal_silu(h->be, T, C, K, dev_upf(h, x, (xoff + T) * ldx) + xoff * ldx, ldx,
                             dev_upf(h, w, C * K),
                             with_prev && K > 1 ? dev_upf(h, prev, (K - 1) * C) : NULL,
-                            out_ptr(&y), y.ld);
+                            out_ptr(&y), y.ld, NULL);
     finish(h, &y, ref, r);
     free(x), free(w), free(prev), free(ref);
 }
