@@ -10,6 +10,8 @@ install(TARGETS clef_shared clef_public_static EXPORT clefTargets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS clef RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 file(GLOB CLEF_PUBLIC_HEADERS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/include/*.h)
+# clef_server.h belongs to the clef_server library of `clef serve`, which is not installed.
+list(FILTER CLEF_PUBLIC_HEADERS EXCLUDE REGEX "/clef_server\\.h$")
 install(FILES ${CLEF_PUBLIC_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 set(CLEF_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/clef)

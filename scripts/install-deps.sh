@@ -10,6 +10,8 @@ APT_PACKAGES=(
   libpcre2-dev      # tokenizer pre-tokenizer regex (PCRE2 with JIT)
   libssl-dev        # SHA-256 (libcrypto) for complete.json --verify
   clang             # libFuzzer builds (fuzz/), optional for the main build
+  libmicrohttpd-dev # the HTTP server of `clef serve` (src/server)
+  wrk               # bench/serve: the loopback load test of `clef serve`
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -8,5 +8,6 @@
 
 int cmd_inspect(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

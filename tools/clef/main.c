@@ -16,6 +16,7 @@ typedef struct command {
 static const command commands[] = {
     {"inspect", cmd_inspect, "check a release directory and describe what it holds"},
     {"run", cmd_run, "decide one record with a release and print the answer"},
+    {"serve", cmd_serve, "serve a release over HTTP (SystemOne and Workers AI APIs)"},
 };
 
 static void usage(FILE *out) {
