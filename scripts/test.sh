@@ -4,7 +4,8 @@
 # corpus replays) in two configurations:
 #   1. native: -march=native, AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/);
 #   2. portable: CLEF_NATIVE=OFF, plain x86-64 code whose CPU kernels pick AVX-512 / AVX2 /
-#      C at run time (build-portable/), Release without sanitizers to stay fast. Its
+#      C at run time (build-portable/), Release without sanitizers and without the CUDA
+#      backend (the first configuration compiles it where nvcc exists) to stay fast. Its
 #      test_backbone_cpu_ops runs every instruction-set level the machine has and checks
 #      that they give the same bits.
 # Exit status is non-zero on any failure. .ci/run runs exactly this.
@@ -29,5 +30,5 @@ run_suite() {
 run_suite "${CLEF_TEST_BUILD:-build-asan}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLEF_SANITIZE=ON
 if [ "${CLEF_TEST_PORTABLE:-1}" != 0 ]; then
     run_suite "${CLEF_TEST_BUILD_PORTABLE:-build-portable}" -DCMAKE_BUILD_TYPE=Release \
-        -DCLEF_NATIVE=OFF -DCLEF_SANITIZE=OFF
+        -DCLEF_NATIVE=OFF -DCLEF_SANITIZE=OFF -DCLEF_CUDA=OFF
 fi
