@@ -435,7 +435,7 @@ static int load_config_added(tok_tokenizer *tok, const json_value *root, const c
     int rc = CLEF_OK;
     for (size_t i = 0; dec && rc == CLEF_OK && i < dec->u.obj.count; i++) {
         const json_member *mem = &dec->u.obj.members[i];
-        int32_t id;
+        int32_t id = -1; /* set by tok_config_token_id on success */
         if ((rc = tok_config_token_id(config_path, mem->key, &id)) != CLEF_OK) break;
         const char *content = json_get_string(json_object_get(mem->value, "content"));
         if (!content) {
