@@ -4,7 +4,7 @@
 # clef::clef_static). tests/install builds a program outside the tree against both.
 include(CMakePackageConfigHelpers)
 
-install(TARGETS clef_shared clef_static EXPORT clefTargets
+install(TARGETS clef_shared clef_public_static EXPORT clefTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -16,8 +16,9 @@
  *     ...
  *     clef_model_free(model);
  *
- * Thread safety: a loaded clef_model is read-only and may be shared by threads. Functions
- * that take a handle report failures on that handle; clef_last_error() is per thread.
+ * Thread safety: a loaded clef_model is read-only and may be shared by threads; each thread
+ * decides on its own clef_context (see "models, contexts and decisions" below).
+ * clef_last_error() is per thread.
  * The library never prints to stdout and never exits the process; log lines go through the
  * callback set by clef_log_set().
  */
@@ -26,6 +27,17 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* CLEF_API marks what libclef exports. The library is built with hidden visibility, so the
+ * functions declared with it in include/ are the only symbols the shared library exports and
+ * the only global symbols of the installed static archive. */
+#ifndef CLEF_API
+#if defined(__GNUC__)
+#define CLEF_API __attribute__((visibility("default")))
+#else
+#define CLEF_API
+#endif
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,7 +48,7 @@ extern "C" {
 #define CLEF_VERSION_PATCH 0
 
 /* Library version as "MAJOR.MINOR.PATCH". Static string. */
-const char *clef_version(void);
+CLEF_API const char *clef_version(void);
 
 /*
  * Status codes. 0 is success; every failure is negative and distinct, so scripts and
@@ -107,13 +119,13 @@ typedef enum clef_status {
 } clef_status;
 
 /* A short, static, human name for a status ("tensor shape mismatch"). Never NULL. */
-const char *clef_status_str(int status);
+CLEF_API const char *clef_status_str(int status);
 
 /*
  * The detailed message of the last failure on this thread, naming the file, tensor or field,
  * with expected vs got. Valid until the next libclef call on this thread. Never NULL.
  */
-const char *clef_last_error(void);
+CLEF_API const char *clef_last_error(void);
 
 /* Log levels for the callback. */
 typedef enum clef_log_level {
@@ -127,31 +139,37 @@ typedef enum clef_log_level {
 typedef void (*clef_log_callback)(clef_log_level level, const char *text, void *user);
 
 /* Route log lines to cb (NULL: the default, which writes WARN and ERROR to stderr). */
-void clef_log_set(clef_log_callback cb, void *user);
+CLEF_API void clef_log_set(clef_log_callback cb, void *user);
 
-/* ==== models and decisions ====================================================================
+/* ==== models, contexts and decisions ==========================================================
  *
- * A clef_model is a loaded release: weights placed on a backend, the tokenizer, and one
- * workspace planned at load for the largest record the params allow. Deciding runs the
- * backbone once over each record (at its own length: a batch is never padded), then the joint
- * schema head, and returns the SystemOne answer body.
+ * A clef_model is a loaded release: weights placed once on a backend, and the tokenizer. It is
+ * read-only after clef_model_load. A clef_context is what runs forwards: a workspace planned at
+ * creation for its largest packed batch, and its own handle on the backend (later a GPU
+ * stream). Deciding runs the backbone once over each record (at its own length: a batch is
+ * never padded), then the joint schema head, and returns the SystemOne answer body.
  *
  *     clef_model_params mp = clef_model_default_params();
  *     mp.n_threads = 8;
  *     clef_model *model = NULL;
  *     if (clef_model_load("demo/clef-demo", &mp, &model) != CLEF_OK) { ...clef_last_error()... }
+ *     clef_context *ctx = NULL;
+ *     if (clef_context_create(model, NULL, &ctx) != CLEF_OK) { ... }
  *     char *answer = NULL;
- *     if (clef_model_decide(model, request, strlen(request), &answer) != CLEF_OK) { ... }
+ *     if (clef_context_decide(ctx, request, strlen(request), &answer) != CLEF_OK) { ... }
  *     puts(answer);                 // {"model":...,"answers":{...},"usage":{...}}
  *     clef_string_free(answer);
+ *     clef_context_free(ctx);
  *     clef_model_free(model);
  *
- * Thread safety: the decide functions may be called from several threads on one model; they
- * take turns on its workspace (one forward at a time per model). Load one model per
- * concurrent forward you want.
+ * Thread safety: many contexts over one model decide at the same time, with no lock between
+ * them (the weights are held once and only read). One context runs one call at a time: give
+ * each thread its own. The clef_model_decide* functions are the one-call path: they share one
+ * default context, created at their first call, and take turns on it.
  */
 
 typedef struct clef_model clef_model;
+typedef struct clef_context clef_context;
 
 /* What to do when a record's prompt is longer than max_length tokens. */
 typedef enum clef_truncation {
@@ -166,9 +184,11 @@ typedef void (*clef_progress_callback)(const char *stage, uint64_t done, uint64_
                                        void *user);
 
 typedef struct clef_model_params {
-    int32_t n_threads;       /* CPU threads for the forward; 0 = all available */
+    const char *backend;     /* where weights live and forwards run, by name: "cpu" (the only
+                                one of this build); NULL = "cpu". Unknown: CLEF_ERR_UNSUPPORTED */
+    int32_t n_threads;       /* CPU threads of each forward (every context's); 0 = all available */
     int32_t max_length;      /* tokens per record, prompt included; 0 = 16384 (the reference
-                                default). Sizes the workspace. */
+                                default). Records over it are truncated or refused. */
     int32_t max_questions;   /* questions per record; 0 = 64 (docs/encoding.md) */
     int32_t max_options;     /* options per record, all questions together; 0 = 16320
                                 (64 questions x 255 options). Sizes the head's workspace. */
@@ -178,42 +198,78 @@ typedef struct clef_model_params {
     void *progress_user;     /* passed to progress unchanged */
 } clef_model_params;
 
-/* The defaults above (every "0 = ..." field zero). */
-clef_model_params clef_model_default_params(void);
+/* The defaults above (every "0 = ..." field zero, backend NULL). */
+CLEF_API clef_model_params clef_model_default_params(void);
 
 /* Open, validate and load the release in directory dir (see docs/release.md for what is
  * refused). params may be NULL (defaults). On success *out owns the model (free with
  * clef_model_free); on failure returns a negative status, clef_last_error() names the file,
- * tensor or field, and *out is NULL. */
-int clef_model_load(const char *dir, const clef_model_params *params, clef_model **out);
+ * tensor or field, and *out is NULL. An unknown params->backend is CLEF_ERR_UNSUPPORTED and
+ * the message lists the backends this build has. */
+CLEF_API int clef_model_load(const char *dir, const clef_model_params *params, clef_model **out);
 
-/* Free a model and everything it holds. Accepts NULL. */
-void clef_model_free(clef_model *model);
+/* Free a model and everything it holds. Accepts NULL. Free its contexts first. */
+CLEF_API void clef_model_free(clef_model *model);
 
 /* Facts about a loaded model. Strings live until clef_model_free. */
-const char *clef_model_name(const clef_model *model);   /* the release directory's base name */
-int32_t clef_model_max_length(const clef_model *model); /* tokens per record */
-uint64_t clef_model_weight_bytes(const clef_model *model);    /* weights held in memory */
-uint64_t clef_model_workspace_bytes(const clef_model *model); /* workspace planned at load */
+CLEF_API const char *clef_model_name(const clef_model *model);   /* the release directory's base name */
+CLEF_API int32_t clef_model_max_length(const clef_model *model); /* tokens per record */
+CLEF_API uint64_t clef_model_weight_bytes(const clef_model *model);    /* weights held in memory, once */
+/* Workspace bytes of the one-call path's default context: 0 until the first
+ * clef_model_decide* call creates it (clef_context_workspace_bytes for any other context). */
+CLEF_API uint64_t clef_model_workspace_bytes(const clef_model *model);
 
-/* Decide one request. request_json[0..len) is a SystemOne body or a record (docs/encoding.md):
- * {"model"?, "id"?, "state", "questions", "images"?, "videos"?}; a missing "model" is
- * answered with clef_model_name(). On success *response_json is the SystemOne response body
- * {"model","answers","usage"} as Python's json.dumps would write it (NUL-terminated, owned by
- * the caller: free with clef_string_free). On failure returns CLEF_ERR_REQUEST_JSON,
- * CLEF_ERR_REQUEST_INVALID (the message names the field), CLEF_ERR_REQUEST_TOO_LONG,
- * CLEF_ERR_UNSUPPORTED (images or videos: not implemented yet) or another negative status;
- * *response_json is NULL then. */
-int clef_model_decide(clef_model *model, const char *request_json, size_t len,
+/* ---- contexts ---- */
+
+typedef struct clef_context_params {
+    int32_t max_tokens;      /* tokens of one packed forward, all its records together; 0 = the
+                                model's max_length (one record of full length). Sizes the
+                                backbone's workspace. */
+} clef_context_params;
+
+/* The defaults above (every "0 = ..." field zero). */
+CLEF_API clef_context_params clef_context_default_params(void);
+
+/* A context on model (which must outlive it) with its workspace planned for params (NULL:
+ * defaults). On success *out owns it (clef_context_free); on failure a negative status
+ * (CLEF_ERR_INVALID_ARG, CLEF_ERR_OUT_OF_MEMORY) and *out NULL. */
+CLEF_API int clef_context_create(clef_model *model, const clef_context_params *params,
+                        clef_context **out);
+CLEF_API void clef_context_free(clef_context *ctx); /* accepts NULL */
+
+CLEF_API uint64_t clef_context_workspace_bytes(const clef_context *ctx); /* planned at creation */
+CLEF_API int32_t clef_context_max_tokens(const clef_context *ctx);       /* tokens of one forward */
+
+/* ---- deciding ---- */
+
+/* Decide one request on ctx. request_json[0..len) is a SystemOne body or a record
+ * (docs/encoding.md): {"model"?, "id"?, "state", "questions", "images"?, "videos"?}; a missing
+ * "model" is answered with clef_model_name(). On success *response_json is the SystemOne
+ * response body {"model","answers","usage"} as Python's json.dumps would write it
+ * (NUL-terminated, owned by the caller: free with clef_string_free). On failure returns
+ * CLEF_ERR_REQUEST_JSON, CLEF_ERR_REQUEST_INVALID (the message names the field),
+ * CLEF_ERR_REQUEST_TOO_LONG, CLEF_ERR_UNSUPPORTED (images or videos: not implemented yet) or
+ * another negative status; *response_json is NULL then. */
+CLEF_API int clef_context_decide(clef_context *ctx, const char *request_json, size_t len,
+                        char **response_json);
+
+/* Decide n requests on ctx. Each record runs at its own length and gets exactly the answer it
+ * would get alone; accepted records are packed in order into backbone forwards of at most
+ * clef_context_max_tokens tokens together (no padding). For every i: statuses[i] is set,
+ * responses[i] is the answer or NULL where statuses[i] < 0, and, when messages is not NULL,
+ * messages[i] is that record's error message (NULL where it succeeded; free each with
+ * clef_string_free). Returns CLEF_OK when every request succeeded, else the first failing
+ * status (clef_last_error() then holds the LAST failure's message). */
+CLEF_API int clef_context_decide_batch(clef_context *ctx, size_t n, const char *const *requests,
+                              const size_t *lens, char **responses, int *statuses,
+                              char **messages);
+
+/* The one-call path: clef_context_decide / _batch on the model's default context. */
+CLEF_API int clef_model_decide(clef_model *model, const char *request_json, size_t len,
                       char **response_json);
-
-/* Decide n requests. Each record runs at its own length and gets exactly the answer it would
- * get alone; accepted records are packed in order into backbone forwards of at most
- * max_length tokens together (no padding). statuses[i] and responses[i] are set for every i (responses[i] NULL where
- * statuses[i] < 0; the message of the LAST failure is in clef_last_error()). Returns CLEF_OK
- * when every request succeeded, else the first failing status. */
-int clef_model_decide_batch(clef_model *model, size_t n, const char *const *requests,
-                            const size_t *lens, char **responses, int *statuses);
+CLEF_API int clef_model_decide_batch(clef_model *model, size_t n, const char *const *requests,
+                            const size_t *lens, char **responses, int *statuses,
+                            char **messages);
 
 /* The raw result of one record: logits and probabilities of every option of every question. */
 typedef struct clef_question_result {
@@ -233,11 +289,14 @@ typedef struct clef_result {
     int32_t truncated_tokens;       /* state tokens cut to fit max_length (0 if none) */
 } clef_result;
 
-/* Like clef_model_decide, but returns the raw numbers. *out is owned by the caller (free with
- * clef_result_free); every pointer inside it lives until then. On failure *out is NULL. */
-int clef_model_decide_result(clef_model *model, const char *request_json, size_t len,
+/* Like clef_context_decide, but returns the raw numbers. *out is owned by the caller (free
+ * with clef_result_free); every pointer inside it lives until then. On failure *out is NULL.
+ * clef_model_decide_result does the same on the model's default context. */
+CLEF_API int clef_context_decide_result(clef_context *ctx, const char *request_json, size_t len,
+                               clef_result **out);
+CLEF_API int clef_model_decide_result(clef_model *model, const char *request_json, size_t len,
                              clef_result **out);
-void clef_result_free(clef_result *result); /* accepts NULL */
+CLEF_API void clef_result_free(clef_result *result); /* accepts NULL */
 
 /* ==== checking input without a model ===========================================================
  *
@@ -252,15 +311,15 @@ void clef_result_free(clef_result *result); /* accepts NULL */
  * CLEF_ERR_REQUEST_TOO_LONG (body over 13 MiB) / CLEF_ERR_OUT_OF_MEMORY with the field named
  * in clef_last_error(). A record that passes can still be refused by a model: for its
  * length in tokens, or by a model loaded with a smaller max_questions. */
-int clef_request_check(const char *request_json, size_t len);
+CLEF_API int clef_request_check(const char *request_json, size_t len);
 
 /* CLEF_OK if text[0..len) is exactly one JSON value under the engine's parser (Python's
  * json.loads rules, nesting depth at most 64), else CLEF_ERR_REQUEST_JSON with the line,
  * column and byte of the problem in clef_last_error(). */
-int clef_json_check(const char *text, size_t len);
+CLEF_API int clef_json_check(const char *text, size_t len);
 
 /* Free a string returned by libclef. Accepts NULL. */
-void clef_string_free(char *s);
+CLEF_API void clef_string_free(char *s);
 
 #ifdef __cplusplus
 }

@@ -64,9 +64,9 @@ typedef enum clef_dtype {
     CLEF_DTYPE_COUNT
 } clef_dtype;
 
-size_t clef_dtype_size(clef_dtype t);      /* bytes per element */
-const char *clef_dtype_name(clef_dtype t); /* the safetensors spelling: "BF16", "F8_E4M3", ... */
-int clef_dtype_parse(const char *name, clef_dtype *out); /* 1 and *out set if name is known */
+CLEF_API size_t clef_dtype_size(clef_dtype t);      /* bytes per element */
+CLEF_API const char *clef_dtype_name(clef_dtype t); /* the safetensors spelling: "BF16", "F8_E4M3", ... */
+CLEF_API int clef_dtype_parse(const char *name, clef_dtype *out); /* 1 and *out set if name is known */
 
 /* ---- configs ------------------------------------------------------------------------------ */
 
@@ -170,28 +170,28 @@ typedef struct clef_release_opts {
 } clef_release_opts;
 
 /* All zero: strict, no hashing, silent. */
-clef_release_opts clef_release_default_opts(void);
+CLEF_API clef_release_opts clef_release_default_opts(void);
 
 /* Open and validate the release in dir. On failure returns a negative clef_status whose
  * message (clef_last_error) names the file and tensor; *out is NULL. */
-int clef_release_open(const char *dir, const clef_release_opts *opts, clef_release **out);
-void clef_release_free(clef_release *rel); /* accepts NULL */
+CLEF_API int clef_release_open(const char *dir, const clef_release_opts *opts, clef_release **out);
+CLEF_API void clef_release_free(clef_release *rel); /* accepts NULL */
 
-const clef_release_config *clef_release_get_config(const clef_release *rel);
+CLEF_API const clef_release_config *clef_release_get_config(const clef_release *rel);
 
 /* Tensor table, in a stable order (by engine name). Pointers live until clef_release_free. */
-size_t clef_release_tensor_count(const clef_release *rel);
-const clef_tensor_info *clef_release_tensor_at(const clef_release *rel, size_t i);
-const clef_tensor_info *clef_release_find(const clef_release *rel, const char *engine_name);
+CLEF_API size_t clef_release_tensor_count(const clef_release *rel);
+CLEF_API const clef_tensor_info *clef_release_tensor_at(const clef_release *rel, size_t i);
+CLEF_API const clef_tensor_info *clef_release_find(const clef_release *rel, const char *engine_name);
 
 /* Files of the release, relative to its directory, in a stable order (the shards and
  * joint_head.safetensors: the files tensors live in). */
-size_t clef_release_file_count(const clef_release *rel);
-const char *clef_release_file_name(const clef_release *rel, size_t i);
-uint64_t clef_release_file_size(const clef_release *rel, size_t i);
+CLEF_API size_t clef_release_file_count(const clef_release *rel);
+CLEF_API const char *clef_release_file_name(const clef_release *rel, size_t i);
+CLEF_API uint64_t clef_release_file_size(const clef_release *rel, size_t i);
 
 /* The directory the release was opened from. */
-const char *clef_release_dir(const clef_release *rel);
+CLEF_API const char *clef_release_dir(const clef_release *rel);
 
 /* Problems found by an open with keep_going (or unknown tensors allowed by
  * allow_unknown_tensors): status and message naming file and tensor. Live until free. */
@@ -199,8 +199,8 @@ typedef struct clef_release_problem {
     int status;
     const char *message;
 } clef_release_problem;
-size_t clef_release_problem_count(const clef_release *rel);
-const clef_release_problem *clef_release_problem_at(const clef_release *rel, size_t i);
+CLEF_API size_t clef_release_problem_count(const clef_release *rel);
+CLEF_API const clef_release_problem *clef_release_problem_at(const clef_release *rel, size_t i);
 
 /* Facts about the release as a whole, for `clef inspect`. */
 typedef struct clef_release_summary {
@@ -217,11 +217,11 @@ typedef struct clef_release_summary {
     size_t values_scanned;       /* weights whose values clef_release_scan_values read */
     int values_checked;          /* 1: clef_release_scan_values ran to the end */
 } clef_release_summary;
-void clef_release_get_summary(const clef_release *rel, clef_release_summary *out);
+CLEF_API void clef_release_get_summary(const clef_release *rel, clef_release_summary *out);
 
 /* Tensor count and data bytes held by file i of clef_release_file_name. */
-size_t clef_release_file_tensor_count(const clef_release *rel, size_t i);
-uint64_t clef_release_file_tensor_bytes(const clef_release *rel, size_t i);
+CLEF_API size_t clef_release_file_tensor_count(const clef_release *rel, size_t i);
+CLEF_API uint64_t clef_release_file_tensor_bytes(const clef_release *rel, size_t i);
 
 /* ---- names, groups, precision ------------------------------------------------------------ */
 
@@ -239,24 +239,24 @@ typedef enum clef_tensor_group {
     CLEF_GROUP_COUNT
 } clef_tensor_group;
 
-clef_tensor_group clef_tensor_group_of(const char *engine_name);
-const char *clef_tensor_group_name(clef_tensor_group g); /* "embeddings", "gdn", ... static */
+CLEF_API clef_tensor_group clef_tensor_group_of(const char *engine_name);
+CLEF_API const char *clef_tensor_group_name(clef_tensor_group g); /* "embeddings", "gdn", ... static */
 
 /* Rotary dimensions of attention heads: head_dim * partial_rotary_factor. */
-int64_t clef_text_rotary_dim(const clef_text_config *t);
+CLEF_API int64_t clef_text_rotary_dim(const clef_text_config *t);
 
 /* "bf16", "nf4", "fp8-w8a8", "int8-convrot" (static). */
-const char *clef_quant_method_name(clef_quant_method m);
+CLEF_API const char *clef_quant_method_name(clef_quant_method m);
 
 /* 1 if name ends with a quantization companion suffix (".absmax", ".quant_map",
  * ".nested_absmax", ".nested_quant_map", ".quant_state.bitsandbytes__nf4", ".weight_scale",
  * ".input_scale", ".comfy_quant"): metadata of a quantized weight, not parameters. The
  * library's one list of them. */
-int clef_tensor_is_quant_companion(const char *name);
+CLEF_API int clef_tensor_is_quant_companion(const char *name);
 
 /* Parameters a tensor holds: 0 for a companion, two per byte for NF4's packed U8 weights,
  * else its element count. */
-uint64_t clef_tensor_param_count(const clef_tensor_info *t, clef_quant_method m);
+CLEF_API uint64_t clef_tensor_param_count(const clef_tensor_info *t, clef_quant_method m);
 
 /* ---- checks beyond open ------------------------------------------------------------------ */
 
@@ -264,11 +264,11 @@ uint64_t clef_tensor_param_count(const clef_tensor_info *t, clef_quant_method m)
  * way clef_model_load does, then free it: CLEF_OK, or the status load would refuse with
  * (CLEF_ERR_FILE_MISSING, CLEF_ERR_TOKENIZER_FORMAT, CLEF_ERR_TOKENIZER_UNSUPPORTED,
  * CLEF_ERR_SHARD_PATH, CLEF_ERR_NOT_REGULAR, ...) naming the file. */
-int clef_release_check_tokenizer(const clef_release *rel);
+CLEF_API int clef_release_check_tokenizer(const clef_release *rel);
 
 /* 1 if this build's clef_model_load runs the release's precision (BF16/F16/F32 weights);
  * 0 for the quantized precisions, which are validated and described but not run yet. */
-int clef_release_runnable(const clef_release *rel);
+CLEF_API int clef_release_runnable(const clef_release *rel);
 
 /* Read every floating-point weight (BF16, F16, F32, F8_E4M3) and check that it holds no NaN
  * or Inf — what clef_model_load checks as it reads. Reads every byte: as slow as a load.
@@ -277,7 +277,7 @@ int clef_release_runnable(const clef_release *rel);
  * scan returns CLEF_OK, else the first stops it. progress (may be NULL) is called before each
  * weight (file = its stored name, bytes = its size) and once at the end with file NULL. An
  * I/O failure returns its status. Sets the summary's values_scanned / values_checked. */
-int clef_release_scan_values(clef_release *rel, int keep_going, clef_progress_fn progress,
+CLEF_API int clef_release_scan_values(clef_release *rel, int keep_going, clef_progress_fn progress,
                              void *progress_user);
 
 #ifdef __cplusplus

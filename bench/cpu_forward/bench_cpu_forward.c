@@ -48,9 +48,11 @@ int main(int argc, char **argv) {
     bp.n_threads = threads;
     clef_backend *be = NULL;
     qwen35_model *m = NULL;
+    qwen35_state *s = NULL;
     qwen35_params p = qwen35_default_params();
     p.max_seq_len = T;
-    if (clef_backend_cpu_create(&bp, &be) != CLEF_OK || qwen35_load_release(rel, be, &p, &m) != CLEF_OK) {
+    if (clef_backend_cpu_create(&bp, &be) != CLEF_OK || qwen35_load_release(rel, be, &m) != CLEF_OK ||
+        qwen35_state_create(m, be, &p, &s) != CLEF_OK) {
         fprintf(stderr, "load failed: %s\n", clef_last_error());
         return 1;
     }
@@ -64,7 +66,7 @@ int main(int argc, char **argv) {
     double *times = malloc(sizeof(double) * (size_t)runs), *cpu = malloc(sizeof(double) * (size_t)runs);
     for (int i = 0; i <= runs; i++) {
         double t0 = bench_now_s(), c0 = cpu_s();
-        if (qwen35_forward(m, 1, seq, ids) != CLEF_OK) {
+        if (qwen35_forward(m, s, 1, seq, ids, NULL) != CLEF_OK) {
             fprintf(stderr, "forward failed: %s\n", clef_last_error());
             return 1;
         }
@@ -78,10 +80,11 @@ int main(int argc, char **argv) {
     getrusage(RUSAGE_SELF, &ru);
     printf("{\"ms\": %.3f, \"tok_s\": %.1f, \"cpu_s\": %.3f, \"peak_rss\": %lld, \"runs\": %d, \"weight_bytes\": %zu, \"state_bytes\": %zu}\n",
            med * 1e3, (double)T / med, med_cpu, (long long)ru.ru_maxrss * 1024, runs, qwen35_weight_bytes(m),
-           qwen35_state_bytes(m));
+           qwen35_state_bytes(s));
     free(times);
     free(cpu);
     free(ids);
+    qwen35_state_free(s);
     qwen35_free(m);
     clef_backend_free(be);
     clef_release_free(rel);

@@ -17,6 +17,28 @@ void clef_backend_free(clef_backend *be) {
         be->ops->free(be);
 }
 
+int clef_backend_fork(clef_backend *parent, clef_backend **child) {
+    if (!child)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_backend_fork: child is NULL");
+    *child = NULL;
+    if (!parent)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_backend_fork: parent is NULL");
+    if (!parent->ops->fork)
+        return clef_fail(CLEF_ERR_UNSUPPORTED, "backend '%s' cannot fork", parent->ops->name);
+    return parent->ops->fork(parent, child);
+}
+
+/* Packed sequences must tile exactly n_rows rows; offsets are host values (start_dev holds the
+ * same for devices and is only checked for presence). */
+static void check_seqs(const clef_seqs *s, int64_t n_rows) {
+    if (!s)
+        return;
+    CLEF_ASSERT(s->n_seqs >= 1 && s->start && s->start_dev && s->start[0] == 0);
+    for (int64_t i = 0; i < s->n_seqs; i++)
+        CLEF_ASSERT(s->start[i + 1] >= s->start[i] && s->start[i + 1] - s->start[i] <= s->max_len);
+    CLEF_ASSERT(s->start[s->n_seqs] == n_rows);
+}
+
 void *clef_backend_alloc(clef_backend *be, size_t bytes) { return be->ops->alloc(be, bytes); }
 
 void clef_backend_release(clef_backend *be, void *buf) {
@@ -134,12 +156,13 @@ void clef_layernorm(clef_backend *be, int64_t rows, int64_t dim, const float *x,
 
 void clef_conv1d_causal_silu(clef_backend *be, int64_t T, int64_t C, int64_t K, const float *x,
                              int64_t ldx, const float *w, const float *prev, float *y,
-                             int64_t ldy) {
+                             int64_t ldy, const clef_seqs *seqs) {
     CLEF_ASSERT(T >= 0 && C > 0 && K > 0 && ldx >= C && ldy >= C);
     if (T == 0)
         return;
     CLEF_ASSERT(x && w && y && x != y);
-    be->ops->conv1d_causal_silu(be, T, C, K, x, ldx, w, prev, y, ldy);
+    check_seqs(seqs, T);
+    be->ops->conv1d_causal_silu(be, T, C, K, x, ldx, w, prev, y, ldy, seqs);
 }
 
 void clef_gdn_gates(clef_backend *be, int64_t T, int64_t H, const float *a, int64_t lda,
@@ -165,6 +188,7 @@ void clef_gdn(clef_backend *be, const clef_gdn_args *args, void *scratch) {
     if (args->T == 0)
         return;
     CLEF_ASSERT(args->q && args->k && args->v && args->g && args->beta && args->o);
+    check_seqs(args->seqs, args->T);
     be->ops->gdn(be, args, scratch);
 }
 
@@ -213,6 +237,8 @@ void clef_attention(clef_backend *be, const clef_attention_args *args, void *scr
     if (args->n_q == 0)
         return;
     CLEF_ASSERT(args->n_kv > 0 && args->q && args->k && args->v && args->o);
+    CLEF_ASSERT(!args->seqs || args->n_q == args->n_kv);
+    check_seqs(args->seqs, args->n_q);
     be->ops->attention(be, args, scratch);
 }
 

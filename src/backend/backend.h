@@ -24,8 +24,15 @@
  *  - in-place: an op may be called with y == x (same pointer and leading dimension) when its
  *    comment says "in place ok".
  *
- * Thread safety: one clef_backend runs one op at a time (the CPU backend uses all its threads
- * inside each op). Use one backend per concurrent forward.
+ *  - Packed batches: rows of several sequences lie back to back. Ops that mix tokens (conv,
+ *    delta rule, attention) take a clef_seqs (cu_seqlens style) and never let a sequence see
+ *    another; every other op is row-wise and runs once over all rows as they are.
+ *
+ * Thread safety and forks: one clef_backend runs one op at a time (the CPU backend uses all
+ * its threads inside each op). For concurrent forwards, fork it: clef_backend_fork(parent,
+ * &child) gives a handle that shares the parent's device and memory (buffers allocated through
+ * the parent, weights above all, are valid for every fork) but has its own queue/stream and
+ * scratch, so forks may run ops at the same time. A fork must be freed before its parent.
  */
 #ifndef CLEF_BACKEND_BACKEND_H
 #define CLEF_BACKEND_BACKEND_H
@@ -35,9 +42,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* ---- packed sequences ---------------------------------------------------------------------- */
+
+/* n_seqs sequences packed back to back in the rows of an op (flash-attention's cu_seqlens):
+ * sequence s is rows [start[s], start[s+1]). Offsets are given twice, as the host needs them to
+ * plan work (loop bounds, grid sizes) and a device kernel needs them in its own memory; the
+ * two copies hold the same values. An op passed NULL runs over one sequence of all its rows.
+ * Workspace-size queries read only n_seqs and max_len. */
+typedef struct clef_seqs {
+    int64_t n_seqs;              /* >= 1 */
+    const int64_t *start;        /* host memory, n_seqs + 1 offsets: start[0] = 0, increasing */
+    const int32_t *start_dev;    /* backend memory, the same n_seqs + 1 offsets as int32 */
+    int64_t max_len;             /* longest sequence (rows), >= every start[s+1] - start[s] */
+} clef_seqs;
+
 /* ---- argument blocks of the larger ops ---------------------------------------------------- */
 
-/* Gated delta rule (Gated DeltaNet core), one sequence of T tokens, all heads.
+/* Gated delta rule (Gated DeltaNet core), T tokens, all heads; with seqs, each sequence of
+ * the T rows runs from its own S_0 (state[s], or 0) and no state crosses a boundary.
  * For each v-head h (its k-head is h / (n_v_heads / n_k_heads)), with S_0 = state or 0:
  *   q^ = q / sqrt(sum q^2 + 1e-6) / sqrt(dk);  k^ = k / sqrt(sum k^2 + 1e-6)   (if l2norm_qk)
  *   S~ = exp(g_t) S_{t-1};  S_t = S~ + k^_t (beta_t (v_t - S~^T k^_t))^T;  o_t = S_t^T q^_t
@@ -54,17 +76,21 @@ typedef struct clef_gdn_args {
     const float *v; int64_t ldv;     /* [T, Hv*dv] */
     const float *g;                  /* [T, Hv] log decay (<= 0), contiguous */
     const float *beta;               /* [T, Hv] write strength in (0, 1), contiguous */
-    float *state;                    /* [Hv, dk, dv]: in = S_0, out = S_T; NULL: S_0 = 0, not kept */
+    float *state;                    /* [n_seqs, Hv, dk, dv]: in = S_0, out = S_T of each sequence;
+                                        NULL: S_0 = 0, not kept */
     float *o; int64_t ldo;           /* [T, Hv*dv] output */
     int l2norm_qk;                   /* 1: normalise q and k as above inside the op */
     clef_gdn_mode mode;
+    const clef_seqs *seqs;           /* sequences of the T rows; NULL: one sequence */
 } clef_gdn_args;
 
 /* Scaled dot-product attention of n_q query rows over n_kv key rows, GQA: query head h uses
  * kv head h / (n_q_heads / n_kv_heads). Head h of row t of q is at q + t*ldq + h*q_head_stride
  * (likewise k, v, o), so interleaved layouts (Qwen3.5's [q | gate] per head) need no copy.
  * causal: query i sees keys j <= i + (n_kv - n_q) (queries are the last n_q positions).
- * Non-causal with n_q != n_kv is cross-attention (the head's routing and decoder layers). */
+ * Non-causal with n_q != n_kv is cross-attention (the head's routing and decoder layers).
+ * seqs (self-attention over packed sequences, n_q == n_kv): the rows of sequence s attend
+ * only to the rows of sequence s, causal within it when causal is set. */
 typedef struct clef_attention_args {
     int64_t n_q, n_kv;
     int64_t n_q_heads, n_kv_heads, head_dim;
@@ -74,6 +100,7 @@ typedef struct clef_attention_args {
     float *o; int64_t ldo, o_head_stride;
     float scale;                     /* usually 1/sqrt(head_dim) */
     int causal;
+    const clef_seqs *seqs;           /* NULL: one sequence (or cross-attention) */
 } clef_attention_args;
 
 /* Elementwise functions (fp32, exactly as torch defines them). */
@@ -103,6 +130,9 @@ typedef struct clef_backend clef_backend;
 typedef struct clef_backend_ops {
     const char *name; /* "cpu" */
     void (*free)(clef_backend *be);
+    /* A handle on the same device and memory with its own queue and scratch (see the file
+     * comment). CLEF_OK and *child, or a negative status. */
+    int (*fork)(clef_backend *parent, clef_backend **child);
 
     /* memory (backend buffers hold weights and activations) */
     void *(*alloc)(clef_backend *be, size_t bytes);          /* NULL on failure; 64-byte aligned */
@@ -159,10 +189,11 @@ typedef struct clef_backend_ops {
 
     /* Causal depthwise conv1d + SiLU over T rows of C channels, kernel K:
      * y[t, c] = silu(sum_{i<K} w[c, i] * x[t-K+1+i, c]), rows before 0 taken from prev
-     * [K-1, C] (oldest first) or 0 when prev is NULL. w [C, K] fp32. Not in place. */
+     * [K-1, C] (oldest first) or 0 when prev is NULL. w [C, K] fp32. Not in place.
+     * seqs: t counts from each sequence's first row, and prev is [n_seqs, K-1, C]. */
     void (*conv1d_causal_silu)(clef_backend *be, int64_t T, int64_t C, int64_t K,
                                const float *x, int64_t ldx, const float *w, const float *prev,
-                               float *y, int64_t ldy);
+                               float *y, int64_t ldy, const clef_seqs *seqs);
 
     /* GDN gates, per (t, h): beta = sigmoid(b[t,h]); g = -exp(A_log[h]) * softplus(a[t,h] +
      * dt_bias[h]). a, b [T, H] with leading dims; g, beta [T, H] contiguous. */
@@ -186,7 +217,8 @@ typedef struct clef_backend_ops {
 
     /* Apply RoPE in place to the first rot_dims dims of each head: x = x cos +
      * rotate_half(x) sin, rotate_half(x) = [-x[h:], x[:h]], h = rot_dims/2. Head hd of row t
-     * at x + t*ldx + hd*head_stride. cos, sin [T, rot_dims] from rope_table. */
+     * at x + t*ldx + hd*head_stride. cos, sin [T, rot_dims] from rope_table: one row per row
+     * of x, built from each row's own position, so packed sequences need no offsets here. */
     void (*rope_apply)(clef_backend *be, int64_t T, int64_t n_heads, float *x, int64_t ldx,
                        int64_t head_stride, int64_t rot_dims, const float *cos_t,
                        const float *sin_t);
@@ -285,7 +317,11 @@ clef_backend_params clef_backend_default_params(void);
 
 /* The CPU backend (fp32 reference). Returns CLEF_OK and *out, or a negative status. */
 int clef_backend_cpu_create(const clef_backend_params *params, clef_backend **out);
-void clef_backend_free(clef_backend *be); /* accepts NULL */
+void clef_backend_free(clef_backend *be); /* accepts NULL; a fork before its parent */
+
+/* A fork of parent (see the file comment): same device and memory, own queue and scratch.
+ * CLEF_OK and *child (free with clef_backend_free), or a negative status and *child NULL. */
+int clef_backend_fork(clef_backend *parent, clef_backend **child);
 
 /* ---- dispatch (argument checks once, then the backend's op) --------------------------------- */
 
@@ -321,7 +357,7 @@ void clef_layernorm(clef_backend *be, int64_t rows, int64_t dim, const float *x,
                     const float *w, const float *b, float eps, float *y, int64_t ldy);
 void clef_conv1d_causal_silu(clef_backend *be, int64_t T, int64_t C, int64_t K, const float *x,
                              int64_t ldx, const float *w, const float *prev, float *y,
-                             int64_t ldy);
+                             int64_t ldy, const clef_seqs *seqs);
 void clef_gdn_gates(clef_backend *be, int64_t T, int64_t H, const float *a, int64_t lda,
                     const float *b, int64_t ldb, const float *a_log, const float *dt_bias,
                     float *g, float *beta);

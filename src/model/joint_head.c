@@ -122,7 +122,8 @@ typedef struct head_staging {
 } head_staging;
 
 struct clef_joint_head {
-    clef_backend *be;
+    clef_backend *be;                /* runs the forward: the weights' backend or a fork */
+    int shares_weights;              /* 1: a fork (clef_joint_head_fork); w belongs to another */
     clef_head_config cfg;
     clef_head_limits limits;
     head_weights w;
@@ -279,7 +280,7 @@ static int check_config(const clef_head_config *c, const clef_head_limits *lim) 
         return clef_fail(CLEF_ERR_CONFIG_INVALID,
                          "joint_head_config.json: width %lld is not divisible by heads %lld",
                          (long long)c->width, (long long)c->heads);
-    if (lim->max_tokens <= 0 || lim->max_questions <= 0 || lim->max_options <= 0)
+    if (lim && (lim->max_tokens <= 0 || lim->max_questions <= 0 || lim->max_options <= 0))
         return clef_fail(CLEF_ERR_INVALID_ARG, "joint head: limits must be positive (tokens "
                          "%lld, questions %lld, options %lld)", (long long)lim->max_tokens,
                          (long long)lim->max_questions, (long long)lim->max_options);
@@ -399,7 +400,7 @@ int clef_joint_head_load(clef_backend *be, const clef_head_config *cfg,
     if (!out)
         return clef_fail(CLEF_ERR_INVALID_ARG, "clef_joint_head_load: out is NULL");
     *out = NULL;
-    if (!be || !cfg || !src || !limits)
+    if (!be || !cfg || !src)
         return clef_fail(CLEF_ERR_INVALID_ARG, "clef_joint_head_load: NULL argument");
     int st = check_config(cfg, limits);
     if (st)
@@ -410,7 +411,8 @@ int clef_joint_head_load(clef_backend *be, const clef_head_config *cfg,
     h->be = be;
     h->buffers = clef_buffer_set_init(be);
     h->cfg = *cfg;
-    h->limits = *limits;
+    if (limits)
+        h->limits = *limits;
     h->w.routing = calloc((size_t)cfg->routing_layers + 1, sizeof *h->w.routing);
     h->w.decoder = calloc((size_t)cfg->layers + 1, sizeof *h->w.decoder);
     if (!h->w.routing || !h->w.decoder) {
@@ -422,7 +424,7 @@ int clef_joint_head_load(clef_backend *be, const clef_head_config *cfg,
     st = load_weights(&L);
     h->weight_bytes = L.wl.bytes;
     clef_weight_loader_free(&L.wl);
-    if (st || (st = plan_workspace(h)))
+    if (st || (limits && (st = plan_workspace(h))))
         goto err;
     *out = h;
     return CLEF_OK;
@@ -431,13 +433,42 @@ err:
     return st;
 }
 
+int clef_joint_head_fork(const clef_joint_head *weights, clef_backend *be,
+                         const clef_head_limits *limits, clef_joint_head **out) {
+    if (!out)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_joint_head_fork: out is NULL");
+    *out = NULL;
+    if (!weights || !be || !limits)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_joint_head_fork: NULL argument");
+    int st = check_config(&weights->cfg, limits);
+    if (st)
+        return st;
+    clef_joint_head *h = calloc(1, sizeof *h);
+    if (!h)
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "joint head: no memory");
+    h->be = be;
+    h->shares_weights = 1;
+    h->buffers = clef_buffer_set_init(be);
+    h->cfg = weights->cfg;
+    h->limits = *limits;
+    h->w = weights->w; /* pointers to the weights' buffers and layer arrays, never written */
+    if ((st = plan_workspace(h))) {
+        clef_joint_head_free(h);
+        return st;
+    }
+    *out = h;
+    return CLEF_OK;
+}
+
 void clef_joint_head_free(clef_joint_head *h) {
     if (!h)
         return;
     clef_buffer_set_release(&h->buffers);
     free_staging(&h->host);
-    free(h->w.routing);
-    free(h->w.decoder);
+    if (!h->shares_weights) {
+        free(h->w.routing);
+        free(h->w.decoder);
+    }
     free(h);
 }
 
@@ -659,6 +690,9 @@ int clef_joint_head_forward(clef_joint_head *h, const float *hidden, int64_t ld_
                             float *logits, float *probs) {
     if (!h || !hidden || !rec || !lm || !lm->read_row)
         return clef_fail(CLEF_ERR_INVALID_ARG, "clef_joint_head_forward: NULL argument");
+    if (!h->workspace_bytes)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_joint_head_forward: the head was loaded "
+                         "without limits (weights only): run a clef_joint_head_fork of it");
     int64_t O = 0;
     int st = check_record(h, rec, lm, &O);
     if (st)

@@ -14,7 +14,8 @@
  *   prior = exp(min(s_prior, ln 100)) * normalize(lexical) . normalize(qv + g)
  * Dropout is an identity (inference). Every LayerNorm uses eps 1e-5 (torch's default).
  *
- * Memory is planned, not discovered: clef_joint_head_load sizes one workspace for the
+ * Memory is planned, not discovered: clef_joint_head_load (or clef_joint_head_fork, for each
+ * context over shared weights) sizes one workspace for the
  * largest record the model accepts (max_tokens, max_questions, max_options), and
  * clef_joint_head_forward allocates nothing. Option work that scales with D (span means, the
  * lm_head rows) is done in chunks of CLEF_HEAD_OPTION_CHUNK options, and the hidden states are
@@ -29,8 +30,9 @@
  * arrays it needs are uploaded with clef_backend_write, and the logits and probabilities
  * come back with clef_backend_read after clef_backend_synchronize.
  *
- * Thread safety: a loaded head is read-only, but its workspace is not: one forward at a time
- * per clef_joint_head (the model runs the records of a packed batch through it one by one).
+ * Thread safety: a loaded head's weights are read-only, its workspace is not: one forward at
+ * a time per clef_joint_head. For concurrent forwards, clef_joint_head_fork gives each
+ * context a head that shares the weights and has its own backend fork and workspace.
  */
 #ifndef CLEF_MODEL_JOINT_HEAD_H
 #define CLEF_MODEL_JOINT_HEAD_H
@@ -67,7 +69,8 @@ typedef struct clef_head_limits {
 typedef struct clef_joint_head clef_joint_head;
 
 /* Load and check every head tensor from src for config cfg, place it on backend be (which
- * must outlive the head), and plan the workspace for limits. Matrices keep their stored type
+ * must outlive the head), and plan the workspace for limits (NULL: weights only, no
+ * workspace; such a head only serves clef_joint_head_fork). Matrices keep their stored type
  * (BF16 or F32); norms, biases, the type embedding and the three scalars become fp32.
  * Failure: CLEF_ERR_TENSOR_MISSING / _SHAPE / _DTYPE naming the tensor, CLEF_ERR_CONFIG_INVALID
  * for a config the head cannot run (width not divisible by heads, ...), CLEF_ERR_OUT_OF_MEMORY;
@@ -75,9 +78,16 @@ typedef struct clef_joint_head clef_joint_head;
 int clef_joint_head_load(clef_backend *be, const clef_head_config *cfg,
                          const clef_tensor_source *src, const clef_head_limits *limits,
                          clef_joint_head **out);
-void clef_joint_head_free(clef_joint_head *head); /* accepts NULL */
+void clef_joint_head_free(clef_joint_head *head); /* accepts NULL; forks before their weights */
 
-/* Bytes of weights and of workspace the head holds on its backend. */
+/* A head that runs the weights of `weights` (shared, read-only; it must outlive the fork) on
+ * backend be (a fork of the weights' backend) with a workspace of its own planned for limits.
+ * Errors: CLEF_ERR_INVALID_ARG (NULL, bad limits), CLEF_ERR_OUT_OF_MEMORY; *out NULL then. */
+int clef_joint_head_fork(const clef_joint_head *weights, clef_backend *be,
+                         const clef_head_limits *limits, clef_joint_head **out);
+
+/* Bytes of weights and of workspace the head holds on its backend (a fork holds no weights
+ * of its own: 0). */
 size_t clef_joint_head_weight_bytes(const clef_joint_head *head);
 size_t clef_joint_head_workspace_bytes(const clef_joint_head *head);
 

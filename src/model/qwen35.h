@@ -1,20 +1,28 @@
 /*
  * qwen35.h — the Qwen3.5 text backbone (Gated DeltaNet + gated attention, 3:1), written once
- * against the backend op table: config -> weights (placed once) -> RunState (planned once) ->
- * forward. The output is the final-norm hidden state of every token, [n_tokens, D] fp32 — what
- * the joint schema head reads (transformers: Qwen3_5Model(...).last_hidden_state).
+ * against the backend op table: config -> weights (placed once, read-only) -> RunState
+ * (planned once per context) -> forward. The output is the final-norm hidden state of every
+ * token, [n_tokens, D] fp32 — what the joint schema head reads (transformers:
+ * Qwen3_5Model(...).last_hidden_state).
+ *
+ * Weights vs state: a qwen35_model holds only weights and the config, and is never written
+ * after qwen35_load, so any number of qwen35_state (each with its own backend fork, see
+ * backend.h) can run forwards over one model at the same time.
  *
  * Batches: a forward takes several sequences packed back to back (token t of sequence s at
- * row seq_start[s] + t). Every sequence runs at its true length (no padding): the projections
- * and MLPs see all rows at once, convolution, delta rule and attention run per sequence.
- * Results of a sequence are bit-identical whatever else is in the batch.
+ * row seq_start[s] + t). Every sequence runs at its true length (no padding): every op runs
+ * once over all rows, the token-mixing ops (conv, delta rule, attention) with the sequence
+ * offsets, so no sequence sees another. Results of a sequence are bit-identical whatever
+ * else is in the batch.
+ *
+ * Positions: RoPE tables are built in each forward from the positions of its rows, pos
+ * [3, n_tokens] (the T/H/W axes of mRoPE); text gives all three = the token's index in its own
+ * sequence, which is what a NULL pos means.
  *
  * Memory: qwen35_load reads each weight once, straight into its backend buffer (BF16 or F32
- * kept as stored; small vectors — norms, conv taps, gates — as fp32), validates every shape
- * against the config, and allocates the RunState for (max_tokens, max_seq_len). The forward
- * allocates nothing.
- *
- * Thread safety: a qwen35_model holds its RunState; run one forward at a time per model.
+ * kept as stored; small vectors — norms, conv taps, gates — as fp32) and validates every shape
+ * against the config; qwen35_state_create allocates the RunState for (max_tokens,
+ * max_seq_len). The forward allocates nothing.
  */
 #ifndef CLEF_MODEL_QWEN35_H
 #define CLEF_MODEL_QWEN35_H
@@ -26,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What a RunState is planned for. */
 typedef struct qwen35_params {
     int64_t max_seq_len;  /* longest sequence a forward accepts (tokens); > 0 */
     int64_t max_tokens;   /* all sequences of one forward together; 0 = max_seq_len */
@@ -35,32 +44,41 @@ typedef struct qwen35_params {
 qwen35_params qwen35_default_params(void); /* max_seq_len 4096, chunked */
 
 typedef struct qwen35_model qwen35_model;
+typedef struct qwen35_state qwen35_state;
 
-/* Validate cfg and every tensor against it, place the weights on be, plan the RunState.
+/* Validate cfg and every tensor against it and place the weights on be.
  * Errors: CLEF_ERR_CONFIG_INVALID, CLEF_ERR_TENSOR_MISSING / _SHAPE / _DTYPE (message names
  * the tensor, expected vs got), CLEF_ERR_OUT_OF_MEMORY, or the source's read status.
  * cfg is copied; be must outlive the model. */
 int qwen35_load(const clef_text_config *cfg, const clef_tensor_source *src, clef_backend *be,
-                const qwen35_params *params, qwen35_model **out);
-void qwen35_free(qwen35_model *m); /* accepts NULL */
+                qwen35_model **out);
+void qwen35_free(qwen35_model *m); /* accepts NULL; after every state of it */
 
 /* qwen35_load with the release's text config and tensor table (rel outlives the load only). */
-int qwen35_load_release(const clef_release *rel, clef_backend *be, const qwen35_params *params,
-                        qwen35_model **out);
+int qwen35_load_release(const clef_release *rel, clef_backend *be, qwen35_model **out);
 
-/* Run n_seqs sequences: ids (host, int32) rows [seq_start[s], seq_start[s+1]) are sequence s;
- * seq_start (host) has n_seqs + 1 entries, seq_start[0] = 0. On success the final hidden
- * states are at qwen35_output(m). Errors: CLEF_ERR_INVALID_ARG (bad seq_start, empty
- * sequence), CLEF_ERR_REQUEST_TOO_LONG (a sequence over max_seq_len or the batch over
- * max_tokens), CLEF_ERR_REQUEST_INVALID (a token id outside the vocabulary). */
-int qwen35_forward(qwen35_model *m, int64_t n_seqs, const int64_t *seq_start, const int32_t *ids);
+/* Plan a RunState for forwards of m on be (the model's backend or a fork of it; be and m
+ * must outlive the state). Errors: CLEF_ERR_INVALID_ARG (bad params), CLEF_ERR_OUT_OF_MEMORY. */
+int qwen35_state_create(const qwen35_model *m, clef_backend *be, const qwen35_params *params,
+                        qwen35_state **out);
+void qwen35_state_free(qwen35_state *s); /* accepts NULL */
 
-/* [n_tokens, D] fp32 in backend memory, row = token of the last forward; valid until the
- * next forward or qwen35_free. */
-const float *qwen35_output(const qwen35_model *m);
+/* Run n_seqs sequences on state s: ids (host, int32) rows [seq_start[s], seq_start[s+1]) are
+ * sequence s; seq_start (host) has n_seqs + 1 entries, seq_start[0] = 0. pos (host, int32)
+ * [3, n_tokens] gives each row's T/H/W position, or NULL for text (all three = the row's
+ * index in its sequence). On success the final hidden states are at qwen35_state_output(s).
+ * Errors: CLEF_ERR_INVALID_ARG (bad seq_start, empty sequence, s not of m),
+ * CLEF_ERR_REQUEST_TOO_LONG (a sequence over max_seq_len or the batch over max_tokens),
+ * CLEF_ERR_REQUEST_INVALID (a token id outside the vocabulary). */
+int qwen35_forward(const qwen35_model *m, qwen35_state *s, int64_t n_seqs,
+                   const int64_t *seq_start, const int32_t *ids, const int32_t *pos);
+
+/* [n_tokens, D] fp32 in backend memory, row = token of the last forward on s; valid until the
+ * next forward on s or qwen35_state_free. */
+const float *qwen35_state_output(const qwen35_state *s);
 
 int64_t qwen35_hidden_size(const qwen35_model *m);
 size_t qwen35_weight_bytes(const qwen35_model *m);   /* backend bytes of all weights */
-size_t qwen35_state_bytes(const qwen35_model *m);    /* backend bytes of the RunState */
+size_t qwen35_state_bytes(const qwen35_state *s);    /* backend bytes of one RunState */
 
 #endif /* CLEF_MODEL_QWEN35_H */

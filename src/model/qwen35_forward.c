@@ -2,8 +2,10 @@
  * qwen35_forward.c — the Qwen3.5 text forward, top to bottom, against the op table. Each step
  * names what it computes and, where it helps, the transformers line it matches
  * (models/qwen3_5/modeling_qwen3_5.py). Rows are the tokens of all sequences packed back to
- * back; linear layers see every row at once, the token-mixing ops (conv, delta rule,
- * attention) run per sequence so no sequence sees another.
+ * back and every op runs once over all of them; the token-mixing ops (conv, delta rule,
+ * attention) take the sequence offsets so no sequence sees another, and RoPE takes its
+ * cos/sin rows from a table built at the start of the forward from each row's position.
+ * The weights come from the read-only model; everything written is the state's.
  */
 #include "model/qwen35_internal.h"
 
@@ -12,14 +14,14 @@
 #include <math.h>
 
 /* Gated DeltaNet mixer: h += GDN(xn), over all n rows. */
-static void gdn_mixer(qwen35_model *m, const qwen35_layer *L, int64_t n, int64_t n_seqs, const int64_t *seq_start) {
-    clef_backend *be = m->be;
+static void gdn_mixer(const qwen35_model *m, qwen35_state *s, const qwen35_layer *L, int64_t n,
+                      const clef_seqs *seqs) {
+    clef_backend *be = s->be;
     const clef_text_config *c = &m->cfg;
     const int64_t D = c->hidden_size, Hk = c->linear_num_key_heads, Hv = c->linear_num_value_heads;
     const int64_t dk = c->linear_key_head_dim, dv = c->linear_value_head_dim, Kc = c->linear_conv_kernel_dim;
     const int64_t K = Hk * dk, Vd = Hv * dv, Cc = 2 * K + Vd;
     const float eps = (float)c->rms_norm_eps;
-    qwen35_run_state *s = &m->s;
     /* carve the work region (qwen35_work_cols counts the same buffers) */
     float *P = s->work;                  /* (n, Cc) projected q|k|v before the conv */
     float *Cv = P + n * Cc;              /* (n, Cc) after conv + silu */
@@ -37,19 +39,16 @@ static void gdn_mixer(qwen35_model *m, const qwen35_layer *L, int64_t n, int64_t
     clef_matmul(be, n, s->xn, D, &L->in_a, NULL, A, Hv, 0);
     /* 2. gates  beta = b.sigmoid(); g = -A_log.exp() * softplus(a + dt_bias) */
     clef_gdn_gates(be, n, Hv, A, Hv, B, Hv, L->a_log, L->dt_bias, G, Beta);
-    for (int64_t q = 0; q < n_seqs; q++) {
-        const int64_t r0 = seq_start[q], T = seq_start[q + 1] - r0;
-        /* 3. causal depthwise conv + silu on q|k|v  (causal_conv1d_fn(mixed_qkv, conv1d.weight, activation="silu")) */
-        clef_conv1d_causal_silu(be, T, Cc, Kc, P + r0 * Cc, Cc, L->conv_w, NULL, Cv + r0 * Cc, Cc);
-        /* 4. gated delta rule with L2-normalised q, k  (chunk_gated_delta_rule(..., use_qk_l2norm_in_kernel=True)) */
-        clef_gdn_args ga = {
-            .T = T, .n_k_heads = Hk, .n_v_heads = Hv, .dk = dk, .dv = dv,
-            .q = Cv + r0 * Cc, .ldq = Cc, .k = Cv + r0 * Cc + K, .ldk = Cc, .v = Cv + r0 * Cc + 2 * K, .ldv = Cc,
-            .g = G + r0 * Hv, .beta = Beta + r0 * Hv, .state = NULL, .o = O + r0 * Vd, .ldo = Vd,
-            .l2norm_qk = 1, .mode = m->params.gdn_mode,
-        };
-        clef_gdn(be, &ga, s->scratch);
-    }
+    /* 3. causal depthwise conv + silu on q|k|v, per sequence  (causal_conv1d_fn(mixed_qkv, conv1d.weight, activation="silu")) */
+    clef_conv1d_causal_silu(be, n, Cc, Kc, P, Cc, L->conv_w, NULL, Cv, Cc, seqs);
+    /* 4. gated delta rule with L2-normalised q, k, per sequence  (chunk_gated_delta_rule(..., use_qk_l2norm_in_kernel=True)) */
+    clef_gdn_args ga = {
+        .T = n, .n_k_heads = Hk, .n_v_heads = Hv, .dk = dk, .dv = dv,
+        .q = Cv, .ldq = Cc, .k = Cv + K, .ldk = Cc, .v = Cv + 2 * K, .ldv = Cc,
+        .g = G, .beta = Beta, .state = NULL, .o = O, .ldo = Vd,
+        .l2norm_qk = 1, .mode = s->params.gdn_mode, .seqs = seqs,
+    };
+    clef_gdn(be, &ga, s->scratch);
     /* 5. gated RMSNorm per (token, v-head)  core_attn_out = norm(core_attn_out, z) */
     clef_rmsnorm_gated(be, n * Hv, dv, O, dv, Z, dv, L->gdn_norm, eps, O, dv);
     /* 6. h += out_proj(o) */
@@ -57,13 +56,12 @@ static void gdn_mixer(qwen35_model *m, const qwen35_layer *L, int64_t n, int64_t
 }
 
 /* Gated full attention mixer: h += Attn(xn), over all n rows. */
-static void attention_mixer(qwen35_model *m, const qwen35_layer *L, int64_t n, int64_t n_seqs,
-                            const int64_t *seq_start) {
-    clef_backend *be = m->be;
+static void attention_mixer(const qwen35_model *m, qwen35_state *s, const qwen35_layer *L, int64_t n,
+                            const clef_seqs *seqs) {
+    clef_backend *be = s->be;
     const clef_text_config *c = &m->cfg;
     const int64_t D = c->hidden_size, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, d = c->head_dim;
     const float eps = (float)c->rms_norm_eps;
-    qwen35_run_state *s = &m->s;
     float *Qg = s->work;                 /* (n, Hq, 2d): per head [query | gate] */
     float *Kb = Qg + n * Hq * 2 * d;     /* (n, Hkv*d) */
     float *Vb = Kb + n * Hkv * d;        /* (n, Hkv*d) */
@@ -76,22 +74,19 @@ static void attention_mixer(qwen35_model *m, const qwen35_layer *L, int64_t n, i
     /* 2. per-head RMSNorm (1 + w) of queries and keys, in place  q_norm(query), k_norm(key) */
     clef_rmsnorm(be, n * Hq, d, Qg, 2 * d, L->q_norm, eps, 1, Qg, 2 * d);
     clef_rmsnorm(be, n * Hkv, d, Kb, d, L->k_norm, eps, 1, Kb, d);
-    for (int64_t q = 0; q < n_seqs; q++) {
-        const int64_t r0 = seq_start[q], T = seq_start[q + 1] - r0;
-        /* 3. partial mRoPE on the first rot dims, positions 0..T-1  apply_rotary_pos_emb(q, k, cos, sin) */
-        clef_rope_apply(be, T, Hq, Qg + r0 * Hq * 2 * d, Hq * 2 * d, 2 * d, m->rot_dims, s->rope_cos, s->rope_sin);
-        clef_rope_apply(be, T, Hkv, Kb + r0 * Hkv * d, Hkv * d, d, m->rot_dims, s->rope_cos, s->rope_sin);
-        /* 4. causal GQA softmax attention, scale d^-1/2  (eager_attention_forward) */
-        clef_attention_args aa = {
-            .n_q = T, .n_kv = T, .n_q_heads = Hq, .n_kv_heads = Hkv, .head_dim = d,
-            .q = Qg + r0 * Hq * 2 * d, .ldq = Hq * 2 * d, .q_head_stride = 2 * d,
-            .k = Kb + r0 * Hkv * d, .ldk = Hkv * d, .k_head_stride = d,
-            .v = Vb + r0 * Hkv * d, .ldv = Hkv * d, .v_head_stride = d,
-            .o = O + r0 * Hq * d, .ldo = Hq * d, .o_head_stride = d,
-            .scale = 1.0f / sqrtf((float)d), .causal = 1,
-        };
-        clef_attention(be, &aa, s->scratch);
-    }
+    /* 3. partial mRoPE on the first rot dims, each row at its own position  apply_rotary_pos_emb(q, k, cos, sin) */
+    clef_rope_apply(be, n, Hq, Qg, Hq * 2 * d, 2 * d, m->rot_dims, s->rope_cos, s->rope_sin);
+    clef_rope_apply(be, n, Hkv, Kb, Hkv * d, d, m->rot_dims, s->rope_cos, s->rope_sin);
+    /* 4. causal GQA softmax attention within each sequence, scale d^-1/2  (eager_attention_forward) */
+    clef_attention_args aa = {
+        .n_q = n, .n_kv = n, .n_q_heads = Hq, .n_kv_heads = Hkv, .head_dim = d,
+        .q = Qg, .ldq = Hq * 2 * d, .q_head_stride = 2 * d,
+        .k = Kb, .ldk = Hkv * d, .k_head_stride = d,
+        .v = Vb, .ldv = Hkv * d, .v_head_stride = d,
+        .o = O, .ldo = Hq * d, .o_head_stride = d,
+        .scale = 1.0f / sqrtf((float)d), .causal = 1, .seqs = seqs,
+    };
+    clef_attention(be, &aa, s->scratch);
     /* 5. output gate  attn_output = attn_output * sigmoid(gate) */
     clef_mul_sigmoid(be, n * Hq, d, O, d, Qg + d, 2 * d);
     /* 6. h += o_proj(o) */
@@ -99,45 +94,68 @@ static void attention_mixer(qwen35_model *m, const qwen35_layer *L, int64_t n, i
 }
 
 /* SwiGLU MLP: h += down(silu(gate(xn)) * up(xn)). */
-static void mlp(qwen35_model *m, const qwen35_layer *L, int64_t n) {
-    clef_backend *be = m->be;
+static void mlp(const qwen35_model *m, qwen35_state *s, const qwen35_layer *L, int64_t n) {
+    clef_backend *be = s->be;
     const int64_t D = m->cfg.hidden_size, F = m->cfg.intermediate_size;
-    float *gate = m->s.work, *up = gate + n * F;
-    clef_matmul(be, n, m->s.xn, D, &L->mlp_gate, NULL, gate, F, 0);
-    clef_matmul(be, n, m->s.xn, D, &L->mlp_up, NULL, up, F, 0);
+    float *gate = s->work, *up = gate + n * F;
+    clef_matmul(be, n, s->xn, D, &L->mlp_gate, NULL, gate, F, 0);
+    clef_matmul(be, n, s->xn, D, &L->mlp_up, NULL, up, F, 0);
     clef_swiglu(be, n * F, gate, up, gate);
-    clef_matmul(be, n, gate, F, &L->mlp_down, NULL, m->s.h, D, 1);
+    clef_matmul(be, n, gate, F, &L->mlp_down, NULL, s->h, D, 1);
 }
 
-int qwen35_forward(qwen35_model *m, int64_t n_seqs, const int64_t *seq_start, const int32_t *ids) {
-    if (!m || !seq_start || !ids || n_seqs <= 0)
+int qwen35_forward(const qwen35_model *m, qwen35_state *s, int64_t n_seqs,
+                   const int64_t *seq_start, const int32_t *ids, const int32_t *pos) {
+    if (!m || !s || !seq_start || !ids || n_seqs <= 0)
         return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_forward: NULL argument or n_seqs %lld <= 0", (long long)n_seqs);
+    if (s->model != m)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_forward: the state was planned for another model");
     if (seq_start[0] != 0)
         return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_forward: seq_start[0] = %lld, expected 0", (long long)seq_start[0]);
+    int64_t max_len = 0;
     for (int64_t q = 0; q < n_seqs; q++) {
         int64_t T = seq_start[q + 1] - seq_start[q];
         if (T <= 0)
             return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_forward: sequence %lld has %lld tokens", (long long)q, (long long)T);
-        if (T > m->params.max_seq_len)
+        if (T > s->params.max_seq_len)
             return clef_fail(CLEF_ERR_REQUEST_TOO_LONG, "sequence %lld has %lld tokens, the model was loaded for at most %lld",
-                             (long long)q, (long long)T, (long long)m->params.max_seq_len);
-        if (seq_start[q + 1] > m->params.max_tokens)
+                             (long long)q, (long long)T, (long long)s->params.max_seq_len);
+        if (seq_start[q + 1] > s->params.max_tokens)
             return clef_fail(CLEF_ERR_REQUEST_TOO_LONG, "batch of %lld+ tokens, the model was loaded for at most %lld",
-                             (long long)seq_start[q + 1], (long long)m->params.max_tokens);
+                             (long long)seq_start[q + 1], (long long)s->params.max_tokens);
+        if (T > max_len)
+            max_len = T;
     }
     const int64_t n = seq_start[n_seqs], D = m->cfg.hidden_size;
     for (int64_t t = 0; t < n; t++)
         if (ids[t] < 0 || ids[t] >= m->cfg.vocab_size)
             return clef_fail(CLEF_ERR_REQUEST_INVALID, "token %lld has id %d, outside the vocabulary [0, %lld)",
                              (long long)t, ids[t], (long long)m->cfg.vocab_size);
-    clef_backend *be = m->be;
-    qwen35_run_state *s = &m->s;
+    clef_backend *be = s->be;
     const float eps = (float)m->cfg.rms_norm_eps;
+    /* the batch on the backend: ids, positions (text: each row's index in its own sequence on
+     * all three axes), and the sequence offsets the token-mixing ops read */
+    for (int64_t q = 0; q <= n_seqs; q++)
+        s->host_start[q] = (int32_t)seq_start[q];
+    if (!pos) {
+        for (int64_t q = 0; q < n_seqs; q++)
+            for (int64_t t = seq_start[q]; t < seq_start[q + 1]; t++)
+                s->host_pos[t] = s->host_pos[n + t] = s->host_pos[2 * n + t] = (int32_t)(t - seq_start[q]);
+        pos = s->host_pos;
+    }
     int st = clef_backend_write(be, s->ids, ids, sizeof(int32_t) * (size_t)n);
+    if (st == CLEF_OK)
+        st = clef_backend_write(be, s->pos, pos, sizeof(int32_t) * (size_t)(3 * n));
+    if (st == CLEF_OK)
+        st = clef_backend_write(be, s->seq_start, s->host_start, sizeof(int32_t) * (size_t)(n_seqs + 1));
     if (st != CLEF_OK)
         return st;
-    m->n_tokens = n;
+    const clef_seqs seqs = {.n_seqs = n_seqs, .start = seq_start, .start_dev = s->seq_start, .max_len = max_len};
+    s->n_tokens = n;
 
+    /* cos, sin = rotary_emb(x, position_ids)  (one row per token of the batch) */
+    clef_rope_table(be, n, s->pos, m->rot_dims, m->cfg.rope_theta, m->cfg.mrope_section, m->cfg.mrope_interleaved,
+                    s->rope_cos, s->rope_sin);
     /* h = embed_tokens(input_ids)  (no scaling) */
     clef_get_rows(be, &m->w.embed, n, s->ids, s->h, D);
     for (int64_t i = 0; i < m->cfg.num_hidden_layers; i++) {
@@ -145,12 +163,12 @@ int qwen35_forward(qwen35_model *m, int64_t n_seqs, const int64_t *seq_start, co
         /* h += mixer(input_layernorm(h)) */
         clef_rmsnorm(be, n, D, s->h, D, L->input_norm, eps, 1, s->xn, D);
         if (L->type == CLEF_LAYER_LINEAR_ATTENTION)
-            gdn_mixer(m, L, n, n_seqs, seq_start);
+            gdn_mixer(m, s, L, n, &seqs);
         else
-            attention_mixer(m, L, n, n_seqs, seq_start);
+            attention_mixer(m, s, L, n, &seqs);
         /* h += mlp(post_attention_layernorm(h)) */
         clef_rmsnorm(be, n, D, s->h, D, L->post_norm, eps, 1, s->xn, D);
-        mlp(m, L, n);
+        mlp(m, s, L, n);
     }
     /* last_hidden_state = norm(h) */
     clef_rmsnorm(be, n, D, s->h, D, m->w.final_norm, eps, 1, s->out, D);

@@ -1,9 +1,10 @@
 /*
  * qwen35_internal.h — the Qwen3.5 text model's Config, Weights and RunState, shared by
- * qwen35_load.c (validation, placement, planning) and qwen35_forward.c (the math).
+ * qwen35_load.c (validation, placement), qwen35_state.c (planning) and qwen35_forward.c (the
+ * math).
  * Shape comments use: D hidden, F MLP, V vocab, Hq/Hkv/d attention heads and head dim,
  * Hk/Hv/dk/dv GDN heads and dims, K = Hk*dk, Vd = Hv*dv, Cc = 2K + Vd, Kc conv kernel,
- * N tokens of one forward (all sequences), Tm longest sequence.
+ * N tokens of one forward (all sequences), Tm longest sequence, rot rotary dims.
  */
 #ifndef CLEF_MODEL_QWEN35_INTERNAL_H
 #define CLEF_MODEL_QWEN35_INTERNAL_H
@@ -43,31 +44,39 @@ typedef struct qwen35_weights {
     qwen35_layer *layers;       /* (n_layers) */
 } qwen35_weights;
 
-typedef struct qwen35_run_state {
+/* A RunState: every buffer one forward writes, planned at creation for (N, Tm). */
+struct qwen35_state {
+    const qwen35_model *model;  /* the weights it runs (read-only) */
+    clef_backend *be;           /* the backend (fork) its ops run on */
+    qwen35_params params;       /* max_tokens (N), max_seq_len (Tm), gdn_mode */
+    clef_buffer_set buffers;    /* every backend buffer below */
     int32_t *ids;               /* (N) token ids of the forward */
+    int32_t *pos;               /* (3, N) T/H/W positions of the rows */
+    int32_t *seq_start;         /* (N + 1) sequence offsets, for device kernels (clef_seqs) */
     float *h;                   /* (N, D) residual stream */
     float *xn;                  /* (N, D) normed input of a mixer / MLP */
     float *out;                 /* (N, D) final-norm hidden states: the output */
     float *work;                /* (N, work_cols) the mixer's or the MLP's buffers, in turn */
     int64_t work_cols;
-    float *rope_cos, *rope_sin; /* (Tm, rot) text positions 0..Tm-1 (all three mRoPE axes = t) */
+    float *rope_cos, *rope_sin; /* (N, rot) per row of the forward, from pos */
     void *scratch;              /* max of the GDN and attention workspaces at Tm */
-} qwen35_run_state;
+    int32_t *host_pos;          /* (3, N) host staging of text positions */
+    int32_t *host_start;        /* (N + 1) host staging of the int32 offsets */
+    size_t bytes;               /* backend bytes of the buffers */
+    int64_t n_tokens;           /* rows of the last forward */
+};
 
 struct qwen35_model {
     clef_text_config cfg;       /* layer_types points at our own copy */
     clef_layer_type *layer_types;
-    qwen35_params params;
-    clef_backend *be;
+    clef_backend *be;           /* where the weights live */
     qwen35_weights w;
-    qwen35_run_state s;
     int64_t rot_dims;           /* rotary dims of a head (head_dim * partial_rotary_factor) */
-    clef_buffer_set buffers;    /* every backend buffer we own */
-    size_t weight_bytes, state_bytes;
-    int64_t n_tokens;           /* rows of the last forward */
+    clef_buffer_set buffers;    /* every weight buffer we own */
+    size_t weight_bytes;
 };
 
-/* Floats per token of RunState.work (qwen35_load.c). */
+/* Floats per token of RunState.work (qwen35_state.c). */
 int64_t qwen35_work_cols(const clef_text_config *c);
 
 #endif /* CLEF_MODEL_QWEN35_INTERNAL_H */

@@ -1,8 +1,9 @@
 /*
- * qwen35_load.c — from a text config and a tensor source to a ready model: check the config,
- * check every tensor (present, dtype allowed for its role, shape as the config says, format
- * run by the backend) and place it once on the backend through the shared weight loader, then plan the RunState for (max_tokens, max_seq_len) so the
- * forward never allocates. Failures name the tensor with expected vs got.
+ * qwen35_load.c — from a text config and a tensor source to a model's weights: check the
+ * config, check every tensor (present, dtype allowed for its role, shape as the config says,
+ * format run by the backend) and place it once on the backend through the shared weight
+ * loader. RunStates are planned apart (qwen35_state.c), one per context. Failures name the
+ * tensor with expected vs got.
  */
 #include "model/qwen35_internal.h"
 #include "model/weight_loader.h"
@@ -14,11 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-qwen35_params qwen35_default_params(void) {
-    qwen35_params p = {.max_seq_len = 4096, .max_tokens = 0, .gdn_mode = CLEF_GDN_CHUNKED};
-    return p;
-}
 
 /* ---- config ---------------------------------------------------------------------------- */
 
@@ -134,88 +130,13 @@ static int load_layer(qwen35_model *m, clef_weight_loader *src, int64_t i, qwen3
     return CLEF_OK;
 }
 
-/* ---- RunState ---------------------------------------------------------------------------- */
-
-static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-
-/* Floats per token of the work region: the largest of the MLP's, the GDN's and the
- * attention's per-token buffers (they are used in turn, never at once). qwen35_forward.c
- * carves it the same way. */
-int64_t qwen35_work_cols(const clef_text_config *c) {
-    const int64_t Hv = c->linear_num_value_heads, Vd = Hv * c->linear_value_head_dim;
-    const int64_t Cc = 2 * c->linear_num_key_heads * c->linear_key_head_dim + Vd;
-    const int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, d = c->head_dim;
-    int64_t mlp = 2 * c->intermediate_size;
-    int64_t gdn = Cc /* P */ + Cc /* conv */ + Vd /* z */ + 4 * Hv /* a, b, g, beta */ + Vd /* o */;
-    int64_t attn = Hq * 2 * d /* q|gate */ + 2 * Hkv * d /* k, v */ + Hq * d /* o */;
-    return max64(mlp, max64(gdn, attn));
-}
-
-static int plan_state(qwen35_model *m) {
-    const clef_text_config *c = &m->cfg;
-    const int64_t N = m->params.max_tokens, Tm = m->params.max_seq_len, D = c->hidden_size;
-    qwen35_run_state *s = &m->s;
-    s->work_cols = qwen35_work_cols(c);
-    clef_gdn_args ga = {.T = Tm, .n_k_heads = c->linear_num_key_heads, .n_v_heads = c->linear_num_value_heads,
-                        .dk = c->linear_key_head_dim, .dv = c->linear_value_head_dim,
-                        .ldq = c->linear_num_key_heads * c->linear_key_head_dim,
-                        .ldk = c->linear_num_key_heads * c->linear_key_head_dim,
-                        .ldv = c->linear_num_value_heads * c->linear_value_head_dim,
-                        .ldo = c->linear_num_value_heads * c->linear_value_head_dim, .mode = m->params.gdn_mode};
-    const int64_t d = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
-    clef_attention_args aa = {.n_q = Tm, .n_kv = Tm, .n_q_heads = Hq, .n_kv_heads = Hkv, .head_dim = d,
-                              .ldq = Hq * 2 * d, .q_head_stride = 2 * d, .ldk = Hkv * d, .k_head_stride = d,
-                              .ldv = Hkv * d, .v_head_stride = d, .ldo = Hq * d, .o_head_stride = d, .causal = 1};
-    size_t scratch = clef_gdn_workspace_size(m->be, &ga);
-    size_t attn_scratch = clef_attention_workspace_size(m->be, &aa);
-    if (attn_scratch > scratch)
-        scratch = attn_scratch;
-    const size_t f = sizeof(float);
-    size_t sizes[] = {sizeof(int32_t) * (size_t)N, f * (size_t)(N * D), f * (size_t)(N * D), f * (size_t)(N * D),
-                      f * (size_t)(N * s->work_cols), f * (size_t)(Tm * m->rot_dims), f * (size_t)(Tm * m->rot_dims),
-                      scratch, sizeof(int32_t) * (size_t)(3 * Tm)};
-    void *bufs[9];
-    for (int i = 0; i < 9; i++) {
-        if (!(bufs[i] = clef_buffer_set_alloc(&m->buffers, sizes[i])))
-            return clef_fail(CLEF_ERR_OUT_OF_MEMORY,
-                             "out of memory planning the run state for %lld tokens (%zu bytes)", (long long)N, sizes[i]);
-        m->state_bytes += sizes[i];
-    }
-    s->ids = bufs[0], s->h = bufs[1], s->xn = bufs[2], s->out = bufs[3], s->work = bufs[4];
-    s->rope_cos = bufs[5], s->rope_sin = bufs[6], s->scratch = bufs[7];
-    /* Text positions: all three mRoPE axes = t, the same for every sequence (each starts at
-     * 0), so the table is computed once here. */
-    int32_t *pos = malloc(sizeof(int32_t) * (size_t)(3 * Tm));
-    if (!pos)
-        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "out of memory for rope positions");
-    for (int64_t a = 0; a < 3; a++)
-        for (int64_t t = 0; t < Tm; t++)
-            pos[a * Tm + t] = (int32_t)t;
-    int st = clef_backend_write(m->be, bufs[8], pos, sizeof(int32_t) * (size_t)(3 * Tm));
-    free(pos);
-    if (st != CLEF_OK)
-        return st;
-    clef_rope_table(m->be, Tm, bufs[8], m->rot_dims, c->rope_theta, c->mrope_section, c->mrope_interleaved,
-                    s->rope_cos, s->rope_sin);
-    return clef_backend_synchronize(m->be);
-}
-
 /* ---- load / free ------------------------------------------------------------------------ */
 
 int qwen35_load(const clef_text_config *cfg, const clef_tensor_source *src, clef_backend *be,
-                const qwen35_params *params, qwen35_model **out) {
+                qwen35_model **out) {
     if (!out || !cfg || !src || !src->find || !src->read || !be)
         return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_load: NULL argument");
     *out = NULL;
-    qwen35_params p = params ? *params : qwen35_default_params();
-    if (p.max_seq_len <= 0 || p.max_tokens < 0)
-        return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_load: max_seq_len %lld must be > 0, max_tokens %lld >= 0",
-                         (long long)p.max_seq_len, (long long)p.max_tokens);
-    if (p.max_tokens == 0)
-        p.max_tokens = p.max_seq_len;
-    if (p.max_tokens < p.max_seq_len)
-        return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_load: max_tokens %lld < max_seq_len %lld",
-                         (long long)p.max_tokens, (long long)p.max_seq_len);
     int64_t rot = 0;
     int st = check_config(cfg, &rot);
     if (st != CLEF_OK)
@@ -224,7 +145,6 @@ int qwen35_load(const clef_text_config *cfg, const clef_tensor_source *src, clef
     if (!m)
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "qwen35_load: out of memory");
     m->cfg = *cfg;
-    m->params = p;
     m->be = be;
     m->buffers = clef_buffer_set_init(be);
     m->rot_dims = rot;
@@ -246,11 +166,8 @@ int qwen35_load(const clef_text_config *cfg, const clef_tensor_source *src, clef
     clef_weight_loader_free(&wl);
     if (st != CLEF_OK)
         goto err;
-    if ((st = plan_state(m)) != CLEF_OK)
-        goto err;
-    CLEF_LOG_I("qwen35: %lld layers, hidden %lld, weights %.1f MiB, run state %.1f MiB for %lld tokens",
-               (long long)cfg->num_hidden_layers, (long long)cfg->hidden_size, m->weight_bytes / 1048576.0,
-               m->state_bytes / 1048576.0, (long long)p.max_tokens);
+    CLEF_LOG_I("qwen35: %lld layers, hidden %lld, weights %.1f MiB", (long long)cfg->num_hidden_layers,
+               (long long)cfg->hidden_size, m->weight_bytes / 1048576.0);
     *out = m;
     return CLEF_OK;
 err:
@@ -267,7 +184,5 @@ void qwen35_free(qwen35_model *m) {
     free(m);
 }
 
-const float *qwen35_output(const qwen35_model *m) { return m->s.out; }
 int64_t qwen35_hidden_size(const qwen35_model *m) { return m->cfg.hidden_size; }
 size_t qwen35_weight_bytes(const qwen35_model *m) { return m->weight_bytes; }
-size_t qwen35_state_bytes(const qwen35_model *m) { return m->state_bytes; }

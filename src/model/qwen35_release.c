@@ -7,10 +7,9 @@
 
 #include "core/error.h"
 
-int qwen35_load_release(const clef_release *rel, clef_backend *be, const qwen35_params *params,
-                        qwen35_model **out) {
+int qwen35_load_release(const clef_release *rel, clef_backend *be, qwen35_model **out) {
     if (!rel)
         return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_load_release: release is NULL");
     clef_tensor_source src = clef_tensor_source_of_release(rel);
-    return qwen35_load(&clef_release_get_config(rel)->text, &src, be, params, out);
+    return qwen35_load(&clef_release_get_config(rel)->text, &src, be, out);
 }

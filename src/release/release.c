@@ -654,6 +654,17 @@ int clef_release_read(const clef_release *rel, const clef_tensor_info *t, void *
     return clef_file_pread(&rel->files[t->file].file, dst, (size_t)t->n_bytes, t->offset);
 }
 
+int clef_release_read_range(const clef_release *rel, const clef_tensor_info *t, uint64_t offset,
+                            size_t n, void *dst) {
+    if (!rel || !t || (!dst && n) || t->file < 0 || (size_t)t->file >= rel->n_files)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_release_read_range: bad arguments");
+    if (offset > t->n_bytes || n > t->n_bytes - offset)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "tensor '%s': bytes [%llu, +%zu) are outside its "
+                         "%llu bytes", t->name, (unsigned long long)offset, n,
+                         (unsigned long long)t->n_bytes);
+    return clef_file_pread(&rel->files[t->file].file, dst, n, t->offset + offset);
+}
+
 /* Below this, one pread beats starting threads; above it each thread gets >= 8 MiB. */
 #define PARALLEL_READ_MIN (16u << 20)
 #define PARALLEL_READ_PIECE (8u << 20)

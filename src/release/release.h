@@ -25,6 +25,12 @@
  * its final place. */
 int clef_release_read(const clef_release *rel, const clef_tensor_info *t, void *dst);
 
+/* Bytes [offset, offset + n) of a tensor (e.g. one row of lm_head), with pread on the file the
+ * release opened and contained at open: no path is opened again. A range outside the tensor
+ * is CLEF_ERR_INVALID_ARG naming it. */
+int clef_release_read_range(const clef_release *rel, const clef_tensor_info *t, uint64_t offset,
+                            size_t n, void *dst);
+
 /* clef_release_read with the tensor split into contiguous pieces read by up to n_threads
  * threads at once (0 = all available). A tensor under 16 MiB is read by one thread. Same
  * bytes, same errors (a failed piece is re-read by the calling thread for the message). */

@@ -295,7 +295,7 @@ static void test_conv(clef_backend *be) {
                 }
                 ref[t * C + c] = acc / (1 + exp(-acc));
             }
-        clef_conv1d_causal_silu(be, T, C, K, x, ld, w, with_prev ? prev : NULL, y, C);
+        clef_conv1d_causal_silu(be, T, C, K, x, ld, w, with_prev ? prev : NULL, y, C, NULL);
         double err = rel_err(y, ref, (size_t)(T * C));
         CHECK_MSG(err < 1e-6, "conv (prev=%d): rel err %.3g", with_prev, err);
     }
@@ -365,7 +365,7 @@ static void test_gdn_case(clef_backend *be, int64_t T, int64_t Hk, int64_t Hv, i
     for (size_t i = 0; i < ns; i++)
         S0[i] = state0[i];
     clef_gdn_args a = {T, Hk, Hv, dk, dv, qkv, ldqkv, qkv + Hk * dk, ldqkv, qkv + 2 * Hk * dk, ldqkv,
-                       g, beta, NULL, NULL, Hv * dv, 1, CLEF_GDN_RECURRENT};
+                       g, beta, NULL, NULL, Hv * dv, 1, CLEF_GDN_RECURRENT, NULL};
     double *ref_o = malloc(sizeof(double) * (size_t)(T * Hv * dv)), *ref_S = malloc(sizeof(double) * ns);
     ref_gdn(&a, with_state ? S0 : NULL, ref_o, ref_S);
     float *o = malloc(sizeof(float) * (size_t)(T * Hv * dv)), *st = malloc(sizeof(float) * ns);
@@ -445,7 +445,7 @@ static void test_attention_case(clef_backend *be, int64_t nq, int64_t nkv, int64
             }
         }
     }
-    clef_attention_args a = {nq, nkv, Hq, Hkv, d, q, ldq, qhs, k, ldk, d, v, ldk, d, o, ldo, d, scale, causal};
+    clef_attention_args a = {nq, nkv, Hq, Hkv, d, q, ldq, qhs, k, ldk, d, v, ldk, d, o, ldo, d, scale, causal, NULL};
     void *scratch = malloc(clef_attention_workspace_size(be, &a));
     clef_attention(be, &a, scratch);
     double err = rel_err(o, ref, (size_t)(nq * ldo));

@@ -105,22 +105,25 @@ static void check_config(const char *name, clef_backend *be) {
     }
     const int64_t D = fx.D;
     float *alone = malloc(sizeof(float) * (size_t)(total * D));
-    for (int mode = 0; mode < 2; mode++) {
+    qwen35_model *m = NULL;
+    st = qwen35_load_release(rel, be, &m);
+    CHECK_MSG(st == CLEF_OK, "%s: load failed: %s", name, clef_last_error());
+    for (int mode = 0; mode < 2 && m; mode++) {
         qwen35_params p = qwen35_default_params();
         p.max_seq_len = max_T;
         p.max_tokens = total;
         p.gdn_mode = mode ? CLEF_GDN_RECURRENT : CLEF_GDN_CHUNKED;
-        qwen35_model *m = NULL;
-        st = qwen35_load_release(rel, be, &p, &m);
-        CHECK_MSG(st == CLEF_OK, "%s: load failed: %s", name, clef_last_error());
+        qwen35_state *s = NULL;
+        st = qwen35_state_create(m, be, &p, &s);
+        CHECK_MSG(st == CLEF_OK, "%s: state failed: %s", name, clef_last_error());
         if (st != CLEF_OK)
             break;
         int64_t off = 0;
         for (int64_t i = 0; i < fx.n; i++) {
             const record *r = &fx.r[i];
             int64_t seq[2] = {0, r->T};
-            CHECK_EQ_INT(qwen35_forward(m, 1, seq, r->ids), CLEF_OK);
-            const float *out = qwen35_output(m);
+            CHECK_EQ_INT(qwen35_forward(m, s, 1, seq, r->ids, NULL), CLEF_OK);
+            const float *out = qwen35_state_output(s);
             double err = parity_error(r, out, D);
             printf("%-13s %-9s T=%5lld  rel L2 err %.3g   first: ours %+.6f %+.6f  transformers %+.6f %+.6f\n",
                    name, mode ? "recurrent" : "chunked", (long long)r->T, err, out[(int64_t)r->rows[0] * D],
@@ -131,29 +134,43 @@ static void check_config(const char *name, clef_backend *be) {
             off += r->T;
         }
         if (mode == 0) {
-            /* all records in one batch of mixed lengths: identical to each alone */
+            /* all records in one packed batch of mixed lengths, on a second state over the same
+             * weights run by a fork of the backend: identical to each alone */
             int64_t *seq = malloc(sizeof(int64_t) * (size_t)(fx.n + 1));
             int32_t *ids = malloc(sizeof(int32_t) * (size_t)total);
+            int32_t *pos = malloc(sizeof(int32_t) * (size_t)(3 * total));
             seq[0] = 0;
             for (int64_t i = 0; i < fx.n; i++) {
                 memcpy(ids + seq[i], fx.r[i].ids, sizeof(int32_t) * (size_t)fx.r[i].T);
                 seq[i + 1] = seq[i] + fx.r[i].T;
+                for (int64_t t = 0; t < fx.r[i].T; t++) /* text positions, spelled out */
+                    pos[seq[i] + t] = pos[total + seq[i] + t] = pos[2 * total + seq[i] + t] = (int32_t)t;
             }
-            CHECK_EQ_INT(qwen35_forward(m, fx.n, seq, ids), CLEF_OK);
-            CHECK_MSG(memcmp(qwen35_output(m), alone, sizeof(float) * (size_t)(total * D)) == 0,
+            clef_backend *fork = NULL;
+            qwen35_state *s2 = NULL;
+            CHECK_EQ_INT(clef_backend_fork(be, &fork), CLEF_OK);
+            CHECK_EQ_INT(qwen35_state_create(m, fork, &p, &s2), CLEF_OK);
+            CHECK_EQ_INT(qwen35_forward(m, s2, fx.n, seq, ids, NULL), CLEF_OK);
+            CHECK_MSG(memcmp(qwen35_state_output(s2), alone, sizeof(float) * (size_t)(total * D)) == 0,
                       "%s: batch of %lld records differs from the records alone", name, (long long)fx.n);
+            CHECK_EQ_INT(qwen35_forward(m, s2, fx.n, seq, ids, pos), CLEF_OK);
+            CHECK_MSG(memcmp(qwen35_state_output(s2), alone, sizeof(float) * (size_t)(total * D)) == 0,
+                      "%s: batch with explicit text positions differs from the records alone", name);
             /* refusals */
             int64_t too_long[2] = {0, max_T + 1};
-            CHECK_EQ_INT(qwen35_forward(m, 1, too_long, ids), CLEF_ERR_REQUEST_TOO_LONG);
+            CHECK_EQ_INT(qwen35_forward(m, s, 1, too_long, ids, NULL), CLEF_ERR_REQUEST_TOO_LONG);
             int32_t bad = (int32_t)cfg->vocab_size;
             int64_t one[2] = {0, 1};
-            CHECK_EQ_INT(qwen35_forward(m, 1, one, &bad), CLEF_ERR_REQUEST_INVALID);
+            CHECK_EQ_INT(qwen35_forward(m, s, 1, one, &bad, NULL), CLEF_ERR_REQUEST_INVALID);
             int64_t empty[2] = {0, 0};
-            CHECK_EQ_INT(qwen35_forward(m, 1, empty, ids), CLEF_ERR_INVALID_ARG);
-            free(seq), free(ids);
+            CHECK_EQ_INT(qwen35_forward(m, s, 1, empty, ids, NULL), CLEF_ERR_INVALID_ARG);
+            qwen35_state_free(s2);
+            clef_backend_free(fork);
+            free(seq), free(ids), free(pos);
         }
-        qwen35_free(m);
+        qwen35_state_free(s);
     }
+    qwen35_free(m);
     free(alone);
     free_fixture(&fx);
     clef_release_free(rel);
@@ -197,7 +214,7 @@ static void check_refusals(clef_backend *be) {
             faulty_source f = {rel, victims[v], reshape, {0}};
             clef_tensor_source ts = {.ctx = &f, .find = faulty_find, .read = faulty_read};
             qwen35_model *m = NULL;
-            int st = qwen35_load(cfg, &ts, be, NULL, &m);
+            int st = qwen35_load(cfg, &ts, be, &m);
             CHECK_EQ_INT(st, reshape ? CLEF_ERR_TENSOR_SHAPE : CLEF_ERR_TENSOR_MISSING);
             CHECK_MSG(strstr(clef_last_error(), victims[v]) != NULL, "message names the tensor: %s", clef_last_error());
             if (reshape) /* expected vs got, both spelled out */
@@ -210,8 +227,8 @@ static void check_refusals(clef_backend *be) {
     faulty_source none = {rel, "", 0, {0}};
     clef_tensor_source ts = {.ctx = &none, .find = faulty_find, .read = faulty_read};
     qwen35_model *m = NULL;
-    CHECK_EQ_INT(qwen35_load(&bad, &ts, be, NULL, &m), CLEF_ERR_CONFIG_INVALID);
-    CHECK_EQ_INT(qwen35_load_release(NULL, be, NULL, &m), CLEF_ERR_INVALID_ARG);
+    CHECK_EQ_INT(qwen35_load(&bad, &ts, be, &m), CLEF_ERR_CONFIG_INVALID);
+    CHECK_EQ_INT(qwen35_load_release(NULL, be, &m), CLEF_ERR_INVALID_ARG);
     clef_release_free(rel);
 }
 

@@ -23,8 +23,8 @@
  * Adding a case: write `static void case_<op>(harness *h, case_result *r)` (draw shapes, fill
  * host inputs, compute the reference in double, upload, run, read back, call finish()), add
  * one OPS row with the slot offsets it exercises and one TOLERANCES row with its bound and why.
- * Sequence offsets (cu_seqlens) for conv/GDN/attention arrive with their op signatures: draw
- * them in the same case, reference each sequence separately.
+ * Sequence offsets (cu_seqlens, clef_seqs) are drawn in the conv, GDN and attention cases
+ * (1-3 packed sequences half of the time), the reference computed sequence by sequence.
  */
 #include "test.h"
 
@@ -364,31 +364,70 @@ static void case_rmsnorm(harness *h, case_result *r) { norm_case(h, r, 0); }
 static void case_rmsnorm_gated(harness *h, case_result *r) { norm_case(h, r, 1); }
 static void case_layernorm(harness *h, case_result *r) { norm_case(h, r, 2); }
 
+/* Packed sequences over T rows (clef_seqs): 1..3 sequences at random cut points, the host
+ * offsets in seq_start[4] and the same offsets uploaded for the device; NULL-able use. */
+typedef struct drawn_seqs {
+    int64_t start[4];
+    clef_seqs seqs;
+} drawn_seqs;
+
+static const clef_seqs *draw_seqs(harness *h, int64_t T, drawn_seqs *d) {
+    const int64_t n = T >= 3 ? rand_int(h, 1, 3) : 1;
+    d->start[0] = 0;
+    d->start[n] = T;
+    for (int64_t s = 1; s < n; s++) /* strictly increasing cuts: no empty sequence */
+        d->start[s] = rand_int(h, d->start[s - 1] + 1, T - (n - s));
+    int32_t dev[4];
+    int64_t max_len = 0;
+    for (int64_t s = 0; s <= n; s++) {
+        dev[s] = (int32_t)d->start[s];
+        if (s < n && d->start[s + 1] - d->start[s] > max_len)
+            max_len = d->start[s + 1] - d->start[s];
+    }
+    d->seqs = (clef_seqs){.n_seqs = n, .start = d->start,
+                          .start_dev = dev_up(h, dev, sizeof(int32_t) * (size_t)(n + 1)),
+                          .max_len = max_len};
+    return &d->seqs;
+}
+
+static int64_t seq_of(const drawn_seqs *d, int64_t t) {
+    int64_t s = 0;
+    while (t >= d->start[s + 1])
+        s++;
+    return s;
+}
+
 static void case_conv(harness *h, case_result *r) {
     const int64_t T = rand_int(h, 1, 60), C = rand_int(h, 1, 80), K = rand_int(h, 1, 5);
     const int with_prev = (int)rand_int(h, 0, 1);
     const int64_t ldx = C + pad(h), xoff = pad(h);
-    snprintf(r->shape, sizeof r->shape, "T=%lld C=%lld K=%lld prev=%d", (long long)T,
-             (long long)C, (long long)K, with_prev);
+    drawn_seqs ds;
+    const clef_seqs *seqs = rand_int(h, 0, 1) ? draw_seqs(h, T, &ds) : NULL;
+    const int64_t n_seqs = seqs ? seqs->n_seqs : 1;
+    snprintf(r->shape, sizeof r->shape, "T=%lld C=%lld K=%lld prev=%d seqs=%lld", (long long)T,
+             (long long)C, (long long)K, with_prev, (long long)(seqs ? n_seqs : 0));
     float *x = host_rand(h, (xoff + T) * ldx, 2.0f), *w = host_rand(h, C * K, 1.0f);
-    float *prev = host_rand(h, (K > 1 ? K - 1 : 1) * C, 2.0f);
+    float *prev = host_rand(h, n_seqs * (K > 1 ? K - 1 : 1) * C, 2.0f);
     out_view y = out_make(h, T, C, C + pad(h), pad(h), 1);
     double *ref = malloc(sizeof(double) * (size_t)(T * C));
-    for (int64_t t = 0; t < T; t++)
+    for (int64_t t = 0; t < T; t++) {
+        /* each sequence starts its own window: rows before its first come from its prev */
+        const int64_t sq = seqs ? seq_of(&ds, t) : 0, t0 = seqs ? ds.start[sq] : 0;
         for (int64_t c = 0; c < C; c++) {
             double acc = 0;
             for (int64_t i = 0; i < K; i++) {
-                int64_t src = t - K + 1 + i;
-                double v = src >= 0 ? x[(xoff + src) * ldx + c]
-                                    : with_prev ? prev[(K - 1 + src) * C + c] : 0.0;
+                int64_t src = t - t0 - K + 1 + i;
+                double v = src >= 0 ? x[(xoff + t0 + src) * ldx + c]
+                                    : with_prev ? prev[(sq * (K - 1) + K - 1 + src) * C + c] : 0.0;
                 acc += (double)w[c * K + i] * v;
             }
             ref[t * C + c] = acc / (1.0 + exp(-acc));
         }
+    }
     clef_conv1d_causal_silu(h->be, T, C, K, dev_upf(h, x, (xoff + T) * ldx) + xoff * ldx, ldx,
                             dev_upf(h, w, C * K),
-                            with_prev && K > 1 ? dev_upf(h, prev, (K - 1) * C) : NULL,
-                            out_ptr(&y), y.ld);
+                            with_prev && K > 1 ? dev_upf(h, prev, n_seqs * (K - 1) * C) : NULL,
+                            out_ptr(&y), y.ld, seqs);
     finish(h, &y, ref, r);
     free(x), free(w), free(prev), free(ref);
 }
@@ -420,9 +459,14 @@ static void case_gdn(harness *h, case_result *r) {
     const int64_t dk = 8 * rand_int(h, 1, 6), dv = 8 * rand_int(h, 1, 6);
     const int with_state = (int)rand_int(h, 0, 1);
     const clef_gdn_mode mode = (clef_gdn_mode)rand_int(h, 0, 1);
-    snprintf(r->shape, sizeof r->shape, "T=%lld Hk=%lld Hv=%lld dk=%lld dv=%lld state=%d %s",
+    drawn_seqs ds;
+    const clef_seqs *seqs = rand_int(h, 0, 1) ? draw_seqs(h, T, &ds) : NULL;
+    const int64_t n_seqs = seqs ? seqs->n_seqs : 1;
+    snprintf(r->shape, sizeof r->shape,
+             "T=%lld Hk=%lld Hv=%lld dk=%lld dv=%lld state=%d %s seqs=%lld",
              (long long)T, (long long)Hk, (long long)Hv, (long long)dk, (long long)dv,
-             with_state, mode == CLEF_GDN_CHUNKED ? "chunked" : "recurrent");
+             with_state, mode == CLEF_GDN_CHUNKED ? "chunked" : "recurrent",
+             (long long)(seqs ? n_seqs : 0));
     /* q, k, v inside one projection row, as the model lays them out */
     const int64_t ld = 2 * Hk * dk + Hv * dv + pad(h), off = pad(h);
     float *qkv = host_rand(h, (off + T) * ld, 1.0f);
@@ -432,9 +476,9 @@ static void case_gdn(harness *h, case_result *r) {
         g[i] = -0.3f * (rand_f(h, 1.0f) + 1.0f) - 0.001f;
         beta[i] = 0.5f * (rand_f(h, 1.0f) + 1.0f);
     }
-    const int64_t ns = Hv * dk * dv;
+    const int64_t ns = n_seqs * Hv * dk * dv;
     float *S0 = host_rand(h, ns, 0.5f);
-    /* output: o [T, Hv*dv] then the final state [Hv, dk, dv], one flat view over both */
+    /* output: o [T, Hv*dv] then the final states [n_seqs, Hv, dk, dv], one flat view */
     const int64_t ldo = Hv * dv;
     out_view y = out_make(h, T * ldo + ns, 1, 1, 0, 0);
     double *ref = calloc((size_t)(T * ldo + ns), sizeof(double));
@@ -443,41 +487,45 @@ static void case_gdn(harness *h, case_result *r) {
     double *delta = malloc(sizeof(double) * (size_t)dv);
     for (int64_t hh = 0; hh < Hv; hh++) {
         const int64_t kh = hh / (Hv / Hk);
-        for (int64_t i = 0; i < dk * dv; i++)
-            S[i] = with_state ? S0[hh * dk * dv + i] : 0.0;
-        for (int64_t t = 0; t < T; t++) {
-            const float *row = qkv + (off + t) * ld;
-            double qs = 0, ks = 0;
-            for (int64_t i = 0; i < dk; i++) {
-                q[i] = row[kh * dk + i];
-                k[i] = row[Hk * dk + kh * dk + i];
-                qs += q[i] * q[i], ks += k[i] * k[i];
-            }
-            for (int64_t i = 0; i < dk; i++) {
-                q[i] = q[i] / sqrt(qs + 1e-6) / sqrt((double)dk);
-                k[i] = k[i] / sqrt(ks + 1e-6);
-            }
-            const double decay = exp((double)g[t * Hv + hh]), bt = beta[t * Hv + hh];
+        for (int64_t sq = 0; sq < n_seqs; sq++) { /* each sequence from its own state */
+            const int64_t t0 = seqs ? ds.start[sq] : 0, t1 = seqs ? ds.start[sq + 1] : T;
+            const int64_t sbase = (sq * Hv + hh) * dk * dv;
             for (int64_t i = 0; i < dk * dv; i++)
-                S[i] *= decay;
-            for (int64_t j = 0; j < dv; j++) {
-                double mem = 0;
+                S[i] = with_state ? S0[sbase + i] : 0.0;
+            for (int64_t t = t0; t < t1; t++) {
+                const float *row = qkv + (off + t) * ld;
+                double qs = 0, ks = 0;
+                for (int64_t i = 0; i < dk; i++) {
+                    q[i] = row[kh * dk + i];
+                    k[i] = row[Hk * dk + kh * dk + i];
+                    qs += q[i] * q[i], ks += k[i] * k[i];
+                }
+                for (int64_t i = 0; i < dk; i++) {
+                    q[i] = q[i] / sqrt(qs + 1e-6) / sqrt((double)dk);
+                    k[i] = k[i] / sqrt(ks + 1e-6);
+                }
+                const double decay = exp((double)g[t * Hv + hh]), bt = beta[t * Hv + hh];
+                for (int64_t i = 0; i < dk * dv; i++)
+                    S[i] *= decay;
+                for (int64_t j = 0; j < dv; j++) {
+                    double mem = 0;
+                    for (int64_t i = 0; i < dk; i++)
+                        mem += S[i * dv + j] * k[i];
+                    delta[j] = bt * (row[2 * Hk * dk + hh * dv + j] - mem);
+                }
                 for (int64_t i = 0; i < dk; i++)
-                    mem += S[i * dv + j] * k[i];
-                delta[j] = bt * (row[2 * Hk * dk + hh * dv + j] - mem);
+                    for (int64_t j = 0; j < dv; j++)
+                        S[i * dv + j] += k[i] * delta[j];
+                for (int64_t j = 0; j < dv; j++) {
+                    double acc = 0;
+                    for (int64_t i = 0; i < dk; i++)
+                        acc += S[i * dv + j] * q[i];
+                    ref[t * ldo + hh * dv + j] = acc;
+                }
             }
-            for (int64_t i = 0; i < dk; i++)
-                for (int64_t j = 0; j < dv; j++)
-                    S[i * dv + j] += k[i] * delta[j];
-            for (int64_t j = 0; j < dv; j++) {
-                double acc = 0;
-                for (int64_t i = 0; i < dk; i++)
-                    acc += S[i * dv + j] * q[i];
-                ref[t * ldo + hh * dv + j] = acc;
-            }
+            for (int64_t i = 0; i < dk * dv; i++)
+                ref[T * ldo + sbase + i] = with_state ? S[i] : 0.0;
         }
-        for (int64_t i = 0; i < dk * dv; i++)
-            ref[T * ldo + hh * dk * dv + i] = with_state ? S[i] : 0.0;
     }
     float *o_dev = out_ptr(&y), *state_dev = o_dev + T * ldo;
     if (with_state)
@@ -490,7 +538,7 @@ static void case_gdn(harness *h, case_result *r) {
                        .q = dq, .ldq = ld, .k = dq + Hk * dk, .ldk = ld,
                        .v = dq + 2 * Hk * dk, .ldv = ld, .g = dev_upf(h, g, T * Hv),
                        .beta = dev_upf(h, beta, T * Hv), .state = with_state ? state_dev : NULL,
-                       .o = o_dev, .ldo = ldo, .l2norm_qk = 1, .mode = mode};
+                       .o = o_dev, .ldo = ldo, .l2norm_qk = 1, .mode = mode, .seqs = seqs};
     size_t ws = clef_gdn_workspace_size(h->be, &a);
     clef_gdn(h->be, &a, ws ? dev_alloc(h, ws) : NULL);
     finish(h, &y, ref, r);
@@ -570,16 +618,20 @@ static void case_rope_apply(harness *h, case_result *r) {
 
 static void case_attention(harness *h, case_result *r) {
     const int64_t nkv = rand_int(h, 1, 100), causal = rand_int(h, 0, 1);
-    const int64_t nq = causal ? rand_int(h, 1, nkv) : rand_int(h, 1, 60);
+    /* packed self-attention (n_q == n_kv, sequence offsets) or one sequence / cross */
+    drawn_seqs ds;
+    const clef_seqs *seqs = rand_int(h, 0, 1) ? draw_seqs(h, nkv, &ds) : NULL;
+    const int64_t nq = seqs ? nkv : causal ? rand_int(h, 1, nkv) : rand_int(h, 1, 60);
     const int64_t Hkv = rand_int(h, 1, 3), Hq = Hkv * rand_int(h, 1, 3), d = rand_int(h, 1, 40);
     /* q interleaved with a gate half per head (Qwen3.5's q_proj), k and v in one row */
     const int64_t qhs = d + rand_int(h, 0, d), ldq = Hq * qhs + pad(h);
     const int64_t khs = d + pad(h), ldkv = 2 * Hkv * khs + pad(h);
     const int64_t qoff = pad(h), kvoff = pad(h);
     const float scale = 1.0f / sqrtf((float)d);
-    snprintf(r->shape, sizeof r->shape, "nq=%lld nkv=%lld Hq=%lld Hkv=%lld d=%lld causal=%d",
+    snprintf(r->shape, sizeof r->shape,
+             "nq=%lld nkv=%lld Hq=%lld Hkv=%lld d=%lld causal=%d seqs=%lld",
              (long long)nq, (long long)nkv, (long long)Hq, (long long)Hkv, (long long)d,
-             (int)causal);
+             (int)causal, (long long)(seqs ? seqs->n_seqs : 0));
     float *q = host_rand(h, (qoff + nq) * ldq, 1.5f);
     float *kv = host_rand(h, (kvoff + nkv) * ldkv, 1.5f);
     const int64_t ohs = d + pad(h);
@@ -592,9 +644,12 @@ static void case_attention(harness *h, case_result *r) {
     for (int64_t hh = 0; hh < Hq; hh++) {
         const int64_t kvh = hh / (Hq / Hkv);
         for (int64_t i = 0; i < nq; i++) {
-            const int64_t vis = causal ? i + (nkv - nq) + 1 : nkv;
+            /* keys [j0, vis): the row's own sequence, up to itself when causal */
+            const int64_t sq = seqs ? seq_of(&ds, i) : 0;
+            const int64_t j0 = seqs ? ds.start[sq] : 0, end = seqs ? ds.start[sq + 1] : nkv;
+            const int64_t vis = causal ? i + (nkv - nq) + 1 : end;
             double mx = -INFINITY, sum = 0;
-            for (int64_t j = 0; j < vis; j++) {
+            for (int64_t j = j0; j < vis; j++) {
                 double acc = 0;
                 for (int64_t e = 0; e < d; e++)
                     acc += (double)q[(qoff + i) * ldq + hh * qhs + e] *
@@ -602,11 +657,11 @@ static void case_attention(harness *h, case_result *r) {
                 s[j] = acc * scale;
                 mx = fmax(mx, s[j]);
             }
-            for (int64_t j = 0; j < vis; j++)
+            for (int64_t j = j0; j < vis; j++)
                 sum += (s[j] = exp(s[j] - mx));
             for (int64_t e = 0; e < d; e++) {
                 double acc = 0;
-                for (int64_t j = 0; j < vis; j++)
+                for (int64_t j = j0; j < vis; j++)
                     acc += s[j] / sum * kv[(kvoff + j) * ldkv + (Hkv + kvh) * khs + e];
                 ref[i * y.cols + hh * ohs + e] = acc;
             }
@@ -619,7 +674,7 @@ static void case_attention(harness *h, case_result *r) {
                              .k = dkv, .ldk = ldkv, .k_head_stride = khs,
                              .v = dkv + Hkv * khs, .ldv = ldkv, .v_head_stride = khs,
                              .o = out_ptr(&y), .ldo = y.ld, .o_head_stride = ohs,
-                             .scale = scale, .causal = (int)causal};
+                             .scale = scale, .causal = (int)causal, .seqs = seqs};
     size_t ws = clef_attention_workspace_size(h->be, &a);
     clef_attention(h->be, &a, ws ? dev_alloc(h, ws) : NULL);
     finish(h, &y, ref, r);

@@ -154,20 +154,24 @@ static int run_model(clef_backend *be, const clef_release *rel, const int64_t *s
     clef_joint_head *head = NULL;
     clef_tensor_source src = clef_tensor_source_of_release(rel);
     clef_head_limits hl = {.max_tokens = total, .max_questions = N_Q, .max_options = N_OPT};
-    int st = qwen35_load(&cfg->text, &src, be, &qp, &m);
+    qwen35_state *rs = NULL;
+    int st = qwen35_load(&cfg->text, &src, be, &m);
+    if (!st)
+        st = qwen35_state_create(m, be, &qp, &rs);
     if (!st)
         st = clef_joint_head_load(be, &cfg->head, &src, &hl, &head);
     if (!st)
-        st = qwen35_forward(m, N_SEQ, seq_start, ids);
+        st = qwen35_forward(m, rs, N_SEQ, seq_start, ids, NULL);
     if (!st)
-        st = clef_backend_read(be, out->hidden, qwen35_output(m),
+        st = clef_backend_read(be, out->hidden, qwen35_state_output(rs),
                                (size_t)(total * D) * sizeof(float));
     lm_fake lf = {.vocab = cfg->text.vocab_size, .D = D};
     clef_lm_row_reader lm = {.ctx = &lf, .vocab_size = lf.vocab, .read_row = fake_row};
     for (int s = 0; !st && s < N_SEQ; s++)
-        st = clef_joint_head_forward(head, qwen35_output(m) + seq_start[s] * D, D, &recs[s], &lm,
+        st = clef_joint_head_forward(head, qwen35_state_output(rs) + seq_start[s] * D, D, &recs[s], &lm,
                                      out->logits + s * N_OPT, out->probs + s * N_OPT);
     clef_joint_head_free(head);
+    qwen35_state_free(rs);
     qwen35_free(m);
     return st;
 }
@@ -306,18 +310,22 @@ static int decide_all(clef_backend *be, const clef_release *rel, const clef_enco
     clef_joint_head *head = NULL;
     clef_tensor_source src = clef_tensor_source_of_release(rel);
     clef_head_limits hl = {.max_tokens = max_T, .max_questions = max_Q, .max_options = max_O};
-    int st = qwen35_load(&cfg->text, &src, be, &qp, &m);
+    qwen35_state *rs = NULL;
+    int st = qwen35_load(&cfg->text, &src, be, &m);
+    if (!st)
+        st = qwen35_state_create(m, be, &qp, &rs);
     if (!st)
         st = clef_joint_head_load(be, &cfg->head, &src, &hl, &head);
     if (!st)
-        st = qwen35_forward(m, n, seq_start, ids);
+        st = qwen35_forward(m, rs, n, seq_start, ids, NULL);
     clef_lm_row_reader reader = {.ctx = (void *)lm, .vocab_size = lm->vocab,
                                  .read_row = table_row};
     const int64_t D = cfg->text.hidden_size;
     for (int i = 0; !st && i < n; i++)
-        st = clef_joint_head_forward(head, qwen35_output(m) + seq_start[i] * D, D, &recs[i],
+        st = clef_joint_head_forward(head, qwen35_state_output(rs) + seq_start[i] * D, D, &recs[i],
                                      &reader, logits[i], probs[i]);
     clef_joint_head_free(head);
+    qwen35_state_free(rs);
     qwen35_free(m);
     free(ids);
     return st;

@@ -4,6 +4,7 @@
 # static, find_package(clef) shared and static) and requires each program's answer on the demo
 # release to equal the reference answer (tests/model/fixtures/demo_answer.json, written by the
 # reference systemone() through scripts/demo/make_demo.py), compared as JSON values by Python.
+# It also requires both libraries to export exactly the CLEF_API functions of include/.
 # EXTRA_FLAGS: compiler/linker flags the consumer needs to match the build (the sanitizers).
 set -euo pipefail
 build=$1 src=$2 extra=${3:-}
@@ -42,7 +43,17 @@ cmake -S tests/install/consumer -B "$work/cm" -DCMAKE_PREFIX_PATH="$prefix" \
 cmake --build "$work/cm" -j2 >/dev/null
 check find_package-shared "$work/cm/consumer_shared"
 check find_package-static "$work/cm/consumer_static"
-if nm -D --defined-only "$libdir/libclef.so" | awk '$2 ~ /^[TDBRW]$/ {print $3}' | grep -v '^clef_' >"$work/extra_syms"; then
-  echo "note: libclef.so exports $(wc -l <"$work/extra_syms") symbols without the clef_ prefix"
-fi
+# Exports: exactly the functions include/ declares CLEF_API, from the shared library and as
+# the only global symbols of the installed static archive.
+grep -ohE 'CLEF_API [^(]*\(' "$src"/include/*.h | grep -oE 'clef_[a-z0-9_]+\($' | tr -d '(' | sort >"$work/api"
+nm -D --defined-only "$libdir/libclef.so" | awk '$2 ~ /^[A-Za-z]$/ && $2 != "U" {print $3}' | sort >"$work/so_syms"
+nm -g --defined-only "$libdir/libclef.a" | awk 'NF == 3 {print $3}' | sort >"$work/a_syms"
+for kind in so a; do
+  if ! diff -u "$work/api" "$work/${kind}_syms" >"$work/${kind}_diff"; then
+    echo "FAIL: libclef.$kind exports differ from the CLEF_API declarations (- declared, + exported):"
+    grep -E '^[-+][a-z_]' "$work/${kind}_diff" | head -n 40
+    exit 1
+  fi
+done
+echo "ok: libclef.so and libclef.a export exactly the $(wc -l <"$work/api") CLEF_API functions"
 echo "install: 4/4 consumers built outside the tree and answered like the reference"

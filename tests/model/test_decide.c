@@ -196,7 +196,7 @@ int main(int argc, char **argv) {
         batch[i] = requests[k];
         lens[i] = strlen(requests[k]);
     }
-    CHECK_EQ_INT(clef_model_decide_batch(model, n, batch, lens, responses, statuses), CLEF_OK);
+    CHECK_EQ_INT(clef_model_decide_batch(model, n, batch, lens, responses, statuses, NULL), CLEF_OK);
     for (size_t i = 0; i < n; i++) {
         size_t k = (i * 3 + 1) % n;
         CHECK_MSG(statuses[i] == CLEF_OK && responses[i] && alone[k] &&
@@ -208,20 +208,32 @@ int main(int argc, char **argv) {
     /* a refused record inside a batch fails alone; its neighbours (packed into one forward
      * around it) still get exactly their answers */
     {
-        const char *mixed[3] = {requests[0], "{\"state\":", requests[n - 1]};
-        size_t mixed_lens[3] = {strlen(requests[0]), 9, strlen(requests[n - 1])};
-        char *mixed_out[3] = {NULL, NULL, NULL};
-        int mixed_st[3] = {0, 0, 0};
-        CHECK_EQ_INT(clef_model_decide_batch(model, 3, mixed, mixed_lens, mixed_out, mixed_st),
+        const char *no_questions = "{\"state\":1,\"questions\":{}}";
+        const char *mixed[4] = {requests[0], "{\"state\":", no_questions, requests[n - 1]};
+        size_t mixed_lens[4] = {strlen(requests[0]), 9, strlen(no_questions), strlen(requests[n - 1])};
+        char *mixed_out[4] = {NULL, NULL, NULL, NULL}, *mixed_msg[4] = {NULL, NULL, NULL, NULL};
+        int mixed_st[4] = {0, 0, 0, 0};
+        CHECK_EQ_INT(clef_model_decide_batch(model, 4, mixed, mixed_lens, mixed_out, mixed_st, mixed_msg),
                      CLEF_ERR_REQUEST_JSON);
         CHECK_EQ_INT(mixed_st[0], CLEF_OK);
         CHECK_EQ_INT(mixed_st[1], CLEF_ERR_REQUEST_JSON);
-        CHECK_EQ_INT(mixed_st[2], CLEF_OK);
-        CHECK(mixed_out[1] == NULL);
+        CHECK_EQ_INT(mixed_st[2], CLEF_ERR_REQUEST_INVALID);
+        CHECK_EQ_INT(mixed_st[3], CLEF_OK);
+        CHECK(mixed_out[1] == NULL && mixed_out[2] == NULL);
+        /* each refused record keeps its own message, not only the last failure's */
+        CHECK(mixed_msg[0] == NULL && mixed_msg[3] == NULL);
+        CHECK_MSG(mixed_msg[1] && mixed_msg[2] && strcmp(mixed_msg[1], mixed_msg[2]) != 0 &&
+                      strstr(mixed_msg[2], "questions") != NULL,
+                  "per-record messages: [1] %s | [2] %s", mixed_msg[1] ? mixed_msg[1] : "(none)",
+                  mixed_msg[2] ? mixed_msg[2] : "(none)");
+        CHECK_MSG(mixed_msg[1] && strcmp(mixed_msg[1], clef_last_error()) != 0,
+                  "record 1's message was overwritten by the last failure: %s", mixed_msg[1] ? mixed_msg[1] : "(none)");
         CHECK(mixed_out[0] && alone[0] && !strcmp(mixed_out[0], alone[0]));
-        CHECK(mixed_out[2] && alone[n - 1] && !strcmp(mixed_out[2], alone[n - 1]));
-        for (int i = 0; i < 3; i++)
+        CHECK(mixed_out[3] && alone[n - 1] && !strcmp(mixed_out[3], alone[n - 1]));
+        for (int i = 0; i < 4; i++) {
             clef_string_free(mixed_out[i]);
+            clef_string_free(mixed_msg[i]);
+        }
     }
 
     /* refusals: the status, and the whole message (field named, what is allowed, where);
@@ -271,6 +283,16 @@ int main(int argc, char **argv) {
     CHECK_EQ_INT(clef_model_load(release, &bad, &model), CLEF_ERR_INVALID_ARG);
     CHECK(model == NULL);
     CHECK_EQ_INT(clef_model_load(release, &mp, NULL), CLEF_ERR_INVALID_ARG);
+    bad = mp;
+    bad.backend = "tpu";
+    CHECK_EQ_INT(clef_model_load(release, &bad, &model), CLEF_ERR_UNSUPPORTED);
+    CHECK(model == NULL);
+    CHECK_MSG(strstr(clef_last_error(), "'tpu'") && strstr(clef_last_error(), "known: cpu"),
+              "unknown backend message: %s", clef_last_error());
+    bad.backend = "cpu";
+    CHECK_EQ_INT(clef_model_load(release, &bad, &model), CLEF_OK);
+    clef_model_free(model);
+    model = NULL;
     CHECK_EQ_INT(clef_model_decide(NULL, "{}", 2, &out), CLEF_ERR_INVALID_ARG);
     clef_model_free(NULL);
     clef_result_free(NULL);

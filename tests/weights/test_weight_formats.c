@@ -335,7 +335,7 @@ static void test_refused_format(clef_backend *cpu) {
         if (!rel)
             continue;
         qwen35_model *m = NULL;
-        int st = qwen35_load_release(rel, &be, NULL, &m);
+        int st = qwen35_load_release(rel, &be, &m);
         CHECK_EQ_INT(st, CLEF_ERR_UNSUPPORTED);
         CHECK(m == NULL);
         const char *msg = clef_last_error();
@@ -354,7 +354,7 @@ static void test_refused_format(clef_backend *cpu) {
         CHECK_MSG(strstr(msg, cases[i].first_head_matrix) && strstr(msg, cases[i].format),
                   "head message names tensor and format: %s", msg);
         /* control: the same release loads on the backend that runs the format */
-        CHECK_EQ_INT(qwen35_load_release(rel, cpu, NULL, &m), CLEF_OK);
+        CHECK_EQ_INT(qwen35_load_release(rel, cpu, &m), CLEF_OK);
         qwen35_free(m);
         CHECK_EQ_INT(clef_joint_head_load(cpu, &clef_release_get_config(rel)->head, &src, &lim, &h),
                      CLEF_OK);

@@ -1,6 +1,6 @@
 /*
- * cpu_backend.c — the CPU backend: creation (threads, per-thread GEMM packing buffers), host
- * memory, and the op table wiring the implementations of the other cpu_*.c files.
+ * cpu_backend.c — the CPU backend: creation and forks (threads, per-thread GEMM packing
+ * buffers), host memory, and the op table wiring the implementations of the other cpu_*.c files.
  * Every op is fp32 and multi-threaded with OpenMP inside the op; the backend is the exact
  * reference the other backends are tested against.
  */
@@ -48,21 +48,25 @@ static void cpu_free(clef_backend *be) {
             for (int i = 0; i < ctx->n_threads; i++)
                 free(ctx->pack[i]);
         free(ctx->pack);
-        cpu_guard_free(ctx->guard);
+        if (!ctx->shares_guard) /* a fork's arena is its parent's */
+            cpu_guard_free(ctx->guard);
         free(ctx);
     }
     free(be);
 }
 
+static int cpu_fork(clef_backend *parent, clef_backend **child);
+
 /* Every slot of the table is a pointer; the guarded variant (cpu_guard.c) must wrap each op,
  * so a new op is a compile error here until it is added there too. */
-_Static_assert(sizeof(clef_backend_ops) == 35 * sizeof(void *),
+_Static_assert(sizeof(clef_backend_ops) == 36 * sizeof(void *),
                "the op table changed: add the new op to cpu_guard_ops() in cpu_guard.c, "
                "then update this count");
 
 static const clef_backend_ops cpu_ops = {
     .name = "cpu",
     .free = cpu_free,
+    .fork = cpu_fork,
     .alloc = cpu_alloc,
     .release = cpu_release,
     .write = cpu_copy,
@@ -77,14 +81,14 @@ static const clef_backend_ops cpu_ops = {
     .rmsnorm = cpu_rmsnorm,
     .rmsnorm_gated = cpu_rmsnorm_gated,
     .layernorm = cpu_layernorm,
-    .conv1d_causal_silu = cpu_conv1d_causal_silu,
+    .conv1d_causal_silu = cpu_conv1d_causal_silu_seqs,
     .gdn_gates = cpu_gdn_gates,
-    .gdn = cpu_gdn,
-    .gdn_workspace_size = cpu_gdn_workspace_size,
+    .gdn = cpu_gdn_seqs,
+    .gdn_workspace_size = cpu_gdn_workspace_size_seqs,
     .rope_table = cpu_rope_table,
     .rope_apply = cpu_rope_apply,
-    .attention = cpu_attention,
-    .attention_workspace_size = cpu_attention_workspace_size,
+    .attention = cpu_attention_seqs,
+    .attention_workspace_size = cpu_attention_workspace_size_seqs,
     .softmax = cpu_softmax,
     .unary = cpu_unary,
     .mul_sigmoid = cpu_mul_sigmoid,
@@ -99,15 +103,8 @@ static const clef_backend_ops cpu_ops = {
     .axpy = cpu_axpy,
 };
 
-int clef_backend_cpu_create(const clef_backend_params *params, clef_backend **out) {
-    if (!out)
-        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_backend_cpu_create: out is NULL");
-    *out = NULL;
-    clef_backend_params p = params ? *params : clef_backend_default_params();
-    if (p.n_threads < 0)
-        return clef_fail(CLEF_ERR_INVALID_ARG, "cpu backend: n_threads = %d, expected >= 0",
-                         p.n_threads);
-    int n_threads = p.n_threads > 0 ? p.n_threads : omp_get_max_threads();
+/* A plain CPU backend of n_threads threads with its own packing buffers. */
+static int cpu_new(int n_threads, clef_backend **out) {
     clef_backend *be = calloc(1, sizeof *be);
     cpu_context *ctx = calloc(1, sizeof *ctx);
     if (!be || !ctx) {
@@ -128,9 +125,44 @@ int clef_backend_cpu_create(const clef_backend_params *params, clef_backend **ou
         if (!ctx->pack[i])
             goto err;
     }
+    *out = be;
+    return CLEF_OK;
+err:
+    cpu_free(be);
+    return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "cpu backend: out of memory for %d packing buffers",
+                     n_threads);
+}
+
+/* Host memory is one for all: a fork is a shallow copy of the parent (same threads, same op
+ * table, the guarded variant's arena shared with it) whose only state of its own is the
+ * packing buffers, the scratch its ops write. */
+static int cpu_fork(clef_backend *parent, clef_backend **child) {
+    int st = cpu_new(parent->n_threads, child);
+    if (st)
+        return st;
+    cpu_context *pc = cpu_ctx(parent), *cc = cpu_ctx(*child);
+    cc->guard = pc->guard;
+    cc->shares_guard = pc->guard != NULL;
+    (*child)->ops = parent->ops; /* the parent's table (guarded: in the parent's context) */
+    (*child)->host_visible = parent->host_visible;
+    return CLEF_OK;
+}
+
+int clef_backend_cpu_create(const clef_backend_params *params, clef_backend **out) {
+    if (!out)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_backend_cpu_create: out is NULL");
+    *out = NULL;
+    clef_backend_params p = params ? *params : clef_backend_default_params();
+    if (p.n_threads < 0)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "cpu backend: n_threads = %d, expected >= 0",
+                         p.n_threads);
+    clef_backend *be = NULL;
+    int st = cpu_new(p.n_threads > 0 ? p.n_threads : omp_get_max_threads(), &be);
+    if (st)
+        return st;
     if (p.guard_host_access) {
-        int st = cpu_guard_create(p.guard_arena_bytes, &ctx->guard);
-        if (st) {
+        cpu_context *ctx = cpu_ctx(be);
+        if ((st = cpu_guard_create(p.guard_arena_bytes, &ctx->guard))) {
             cpu_free(be);
             return st;
         }
@@ -140,8 +172,4 @@ int clef_backend_cpu_create(const clef_backend_params *params, clef_backend **ou
     }
     *out = be;
     return CLEF_OK;
-err:
-    cpu_free(be);
-    return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "cpu backend: out of memory for %d packing buffers",
-                     n_threads);
 }

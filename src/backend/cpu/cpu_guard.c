@@ -197,9 +197,10 @@ static void guarded_layernorm(clef_backend *be, int64_t rows, int64_t dim, const
 
 static void guarded_conv1d_causal_silu(clef_backend *be, int64_t T, int64_t C, int64_t K,
                                        const float *x, int64_t ldx, const float *w,
-                                       const float *prev, float *y, int64_t ldy) {
+                                       const float *prev, float *y, int64_t ldy,
+                                       const clef_seqs *seqs) {
     guard_open(be);
-    cpu_conv1d_causal_silu(be, T, C, K, x, ldx, w, prev, y, ldy);
+    cpu_conv1d_causal_silu_seqs(be, T, C, K, x, ldx, w, prev, y, ldy, seqs);
     guard_close(be);
 }
 
@@ -213,7 +214,7 @@ static void guarded_gdn_gates(clef_backend *be, int64_t T, int64_t H, const floa
 
 static void guarded_gdn(clef_backend *be, const clef_gdn_args *args, void *scratch) {
     guard_open(be);
-    cpu_gdn(be, args, scratch);
+    cpu_gdn_seqs(be, args, scratch);
     guard_close(be);
 }
 
@@ -235,7 +236,7 @@ static void guarded_rope_apply(clef_backend *be, int64_t T, int64_t n_heads, flo
 
 static void guarded_attention(clef_backend *be, const clef_attention_args *args, void *scratch) {
     guard_open(be);
-    cpu_attention(be, args, scratch);
+    cpu_attention_seqs(be, args, scratch);
     guard_close(be);
 }
 

@@ -15,6 +15,7 @@ typedef struct cpu_context {
     int n_threads;
     float **pack; /* [n_threads] buffers of CPU_GEMM_PACK_FLOATS floats */
     cpu_guard *guard;              /* guarded variant only: the protected arena, else NULL */
+    int shares_guard;              /* 1: a fork; guard is the parent's (not freed here) */
     clef_backend_ops guarded_ops;  /* guarded variant only: its op table */
 } cpu_context;
 
@@ -84,6 +85,16 @@ void cpu_gdn_gates(clef_backend *be, int64_t T, int64_t H, const float *a, int64
                    float *g, float *beta);
 void cpu_gdn(clef_backend *be, const clef_gdn_args *args, void *scratch);
 size_t cpu_gdn_workspace_size(clef_backend *be, const clef_gdn_args *args);
+
+/* cpu_seqs.c: the op-table entries for packed sequences (clef_seqs), looping the kernels
+ * above over the sequences */
+void cpu_conv1d_causal_silu_seqs(clef_backend *be, int64_t T, int64_t C, int64_t K,
+                                 const float *x, int64_t ldx, const float *w, const float *prev,
+                                 float *y, int64_t ldy, const clef_seqs *seqs);
+void cpu_gdn_seqs(clef_backend *be, const clef_gdn_args *args, void *scratch);
+size_t cpu_gdn_workspace_size_seqs(clef_backend *be, const clef_gdn_args *args);
+void cpu_attention_seqs(clef_backend *be, const clef_attention_args *args, void *scratch);
+size_t cpu_attention_workspace_size_seqs(clef_backend *be, const clef_attention_args *args);
 
 /* cpu_guard.c: the guarded variant (clef_backend_params.guard_host_access). */
 int cpu_guard_create(size_t reserve_bytes, cpu_guard **out);

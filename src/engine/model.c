@@ -1,0 +1,275 @@
+/*
+ * model.c — the public model object of include/clef.h: a release validated and loaded once —
+ * the backbone's and the head's weights placed on the backend chosen by name, the tokenizer,
+ * and the file the lm_head rows are read from. After load a model is only read, so any
+ * number of contexts (context.c) decide over it at once. The decide functions are in
+ * decide.c, the steps they are made of in prepare.c, run.c and render.c.
+ *
+ * The lm_head matrix is not loaded: a record's prepare step reads the rows of its option
+ * tokens, with pread, from the release file that holds it.
+ */
+#include "clef.h"
+
+#include "backend/backend.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/numeric.h"
+#include "engine/engine_internal.h"
+#include "model/weight_loader.h"
+#include "release/values.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MODEL_DEFAULT_MAX_QUESTIONS 64
+#define MODEL_DEFAULT_MAX_OPTIONS (64 * 255)
+
+clef_model_params clef_model_default_params(void) {
+    clef_model_params p;
+    memset(&p, 0, sizeof p);
+    p.truncation = CLEF_TRUNCATION_TRUNCATE;
+    return p;
+}
+
+/* ---- lm_head rows ------------------------------------------------------------------------- */
+
+static int lm_open(clef_lm_source *lm, const clef_release *rel) {
+    const clef_release_config *cfg = clef_release_get_config(rel);
+    const char *name = "lm_head.weight";
+    lm->tensor = clef_release_find(rel, name);
+    if (!lm->tensor && cfg->text.tie_word_embeddings) {
+        name = "text.embed_tokens.weight";
+        lm->tensor = clef_release_find(rel, name);
+    }
+    if (!lm->tensor)
+        return clef_fail(CLEF_ERR_TENSOR_MISSING, "release '%s': tensor 'lm_head.weight' is "
+                         "missing (the head reads option tokens' rows of it)",
+                         clef_release_dir(rel));
+    const clef_tensor_info *t = lm->tensor;
+    if (t->dtype != CLEF_DTYPE_BF16 && t->dtype != CLEF_DTYPE_F16 && t->dtype != CLEF_DTYPE_F32)
+        return clef_fail(CLEF_ERR_TENSOR_DTYPE, "tensor '%s' is %s, expected BF16, F16 or F32",
+                         name, clef_dtype_name(t->dtype));
+    if (t->n_dims != 2 || t->shape[0] != cfg->text.vocab_size ||
+        t->shape[1] != cfg->text.hidden_size)
+        return clef_fail(CLEF_ERR_TENSOR_SHAPE, "tensor '%s' is not [vocab_size %lld, "
+                         "hidden_size %lld]", name, (long long)cfg->text.vocab_size,
+                         (long long)cfg->text.hidden_size);
+    lm->hidden_size = cfg->text.hidden_size;
+    lm->vocab_size = cfg->text.vocab_size;
+    lm->rel = rel; /* rows are read through the release's own open, contained file */
+    return CLEF_OK;
+}
+
+/* ---- loading ------------------------------------------------------------------------------ */
+
+static void progress(const clef_model *m, const char *stage, uint64_t done, uint64_t total) {
+    if (m->params.progress)
+        m->params.progress(stage, done, total, m->params.progress_user);
+}
+
+/* The tensor source of the backbone and the head: the release, counting bytes for progress. */
+static const clef_tensor_info *model_find(void *user, const char *name) {
+    return clef_release_find(((clef_model *)user)->release, name);
+}
+
+static int model_read(void *user, const clef_tensor_info *t, void *dst) {
+    clef_model *m = user;
+    int st = clef_release_read_threads(m->release, t, dst, m->params.n_threads);
+    /* A NaN or Inf weight is refused here, by name, rather than surfacing later as a NaN
+     * probability that looks like the record's fault. */
+    if (st == CLEF_OK) {
+        /* t may be a piece of the tensor (model_read_range): count elements from its start */
+        const clef_tensor_info *whole = clef_release_find(m->release, t->name);
+        size_t esize = clef_dtype_size(t->dtype);
+        uint64_t first = whole && esize && t->offset >= whole->offset
+                             ? (t->offset - whole->offset) / esize : 0;
+        st = clef_check_weight_finite(t, clef_release_file_name(m->release, (size_t)t->file), dst,
+                                      t->n_bytes, first);
+    }
+    m->load_done += t->n_bytes;
+    progress(m, "weights", m->load_done, m->load_total);
+    return st;
+}
+
+/* A piece of a tensor (the weight loader stages big tensors piece by piece). */
+static int model_read_range(void *user, const clef_tensor_info *t, uint64_t offset, uint64_t n,
+                            void *dst) {
+    return clef_tensor_source_read_range_by_copy(model_read, user, t, offset, n, dst);
+}
+
+/* Bytes the backbone and the head will read (text.* and head.* tensors; lm_head is read by
+ * rows later, vision.* is not loaded by this text-only build). */
+static uint64_t bytes_to_load(const clef_release *rel) {
+    uint64_t total = 0;
+    for (size_t i = 0; i < clef_release_tensor_count(rel); i++) {
+        const clef_tensor_info *t = clef_release_tensor_at(rel, i);
+        if (!strncmp(t->name, "text.", 5) || !strncmp(t->name, "head.", 5))
+            total += t->n_bytes;
+    }
+    return total;
+}
+
+/* The backends of this build, by the name params.backend gives. */
+static const char *const backend_names[] = {"cpu"};
+
+static int backend_create(const clef_model_params *p, clef_backend **out) {
+    const char *name = p->backend ? p->backend : "cpu";
+    if (!strcmp(name, "cpu")) {
+        clef_backend_params bp = clef_backend_default_params();
+        bp.n_threads = p->n_threads;
+        return clef_backend_cpu_create(&bp, out);
+    }
+    char known[64] = "";
+    for (size_t i = 0; i < sizeof backend_names / sizeof backend_names[0]; i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+                 backend_names[i]);
+    return clef_fail(CLEF_ERR_UNSUPPORTED, "backend '%s' is not in this build (known: %s)", name,
+                     known);
+}
+
+static char *base_name(const char *dir) {
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    size_t b = n;
+    while (b > 0 && dir[b - 1] != '/')
+        b--;
+    char *s = malloc(n - b + 1);
+    if (s) {
+        memcpy(s, dir + b, n - b);
+        s[n - b] = '\0';
+    }
+    return s;
+}
+
+int clef_model_load(const char *dir, const clef_model_params *params, clef_model **out) {
+    if (!out)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_model_load: out is NULL");
+    *out = NULL;
+    if (!dir)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_model_load: dir is NULL");
+    clef_model_params p = params ? *params : clef_model_default_params();
+    if (p.n_threads < 0 || p.max_length < 0 || p.max_questions < 0 || p.max_options < 0 ||
+        (p.truncation != CLEF_TRUNCATION_TRUNCATE && p.truncation != CLEF_TRUNCATION_REFUSE))
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_model_load: negative n_threads, "
+                         "max_length, max_questions or max_options, or unknown truncation");
+    if (!p.max_length)
+        p.max_length = CLEF_DEFAULT_MAX_LENGTH;
+    if (!p.max_questions)
+        p.max_questions = MODEL_DEFAULT_MAX_QUESTIONS;
+    if (!p.max_options)
+        p.max_options = MODEL_DEFAULT_MAX_OPTIONS;
+
+    clef_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "clef_model_load: out of memory");
+    m->params = p;
+    int st = CLEF_OK;
+    if (!(m->name = base_name(dir))) {
+        st = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "clef_model_load: out of memory");
+        goto err;
+    }
+    if (pthread_mutex_init(&m->default_lock, NULL)) {
+        st = clef_fail(CLEF_ERR_INTERNAL, "clef_model_load: pthread_mutex_init failed");
+        goto err;
+    }
+    m->lock_ready = 1;
+
+    /* 0. the backend named by the params (an unknown name fails before any file is read) */
+    if ((st = backend_create(&p, &m->backend)))
+        goto err;
+    m->params.backend = m->backend->ops->name; /* static: the caller's string need not live */
+
+    /* 1. the release: every file and tensor validated before anything is read */
+    progress(m, "validate", 0, 0);
+    clef_release_opts ro = {.verify_hashes = p.verify_hashes};
+    if ((st = clef_release_open(dir, &ro, &m->release)))
+        goto err;
+    const clef_release_config *cfg = clef_release_get_config(m->release);
+    if (cfg->head.hidden_size != cfg->text.hidden_size) {
+        st = clef_fail(CLEF_ERR_CONFIG_INVALID, "joint_head_config.json: hidden_size %lld, "
+                       "config.json text_config.hidden_size %lld",
+                       (long long)cfg->head.hidden_size, (long long)cfg->text.hidden_size);
+        goto err;
+    }
+
+    /* Quantized releases are validated by the release reader (and described by clef
+     * inspect), but this build has no NF4 / FP8 / INT8 GEMMs yet: say so by name rather than
+     * failing later on the first U8/F8/I8 weight. */
+    if (cfg->quant.method != CLEF_QUANT_NONE) {
+        static const char *const method_names[] = {
+            [CLEF_QUANT_BNB_NF4] = "NF4 (bitsandbytes 4-bit)",
+            [CLEF_QUANT_FP8_W8A8] = "FP8 W8A8 (compressed-tensors)",
+            [CLEF_QUANT_INT8_CONVROT] = "INT8 ConvRot",
+        };
+        st = clef_fail(CLEF_ERR_UNSUPPORTED,
+                       "release '%s' is %s: this build runs BF16, F16 and F32 releases only "
+                       "(quantized weights are validated and shown by `clef inspect`, not run yet)",
+                       dir, method_names[cfg->quant.method]);
+        goto err;
+    }
+
+    /* 2. the tokenizer */
+    progress(m, "tokenizer", 0, 0);
+    if ((st = tok_load_dir(dir, &m->tokenizer)))
+        goto err;
+
+    /* 3. the weights of the backbone and the head (workspaces belong to contexts) */
+    m->load_total = bytes_to_load(m->release);
+    /* one source for both loaders: the release's tensors, counted for the progress line */
+    clef_tensor_source src = {.ctx = m, .find = model_find, .read = model_read,
+                              .read_range = model_read_range};
+    if ((st = qwen35_load(&cfg->text, &src, m->backend, &m->backbone)))
+        goto err;
+    if ((st = clef_joint_head_load(m->backend, &cfg->head, &src, NULL, &m->head)))
+        goto err;
+    if ((st = lm_open(&m->lm, m->release)))
+        goto err;
+
+    m->limits = clef_request_default_limits();
+    m->limits.max_questions = p.max_questions;
+    progress(m, "ready", 1, 1);
+    CLEF_LOG_I("model '%s' on %s: %lld layers, hidden %lld, vocab %lld; weights %zu bytes "
+               "(backbone) + %zu (head)", m->name, m->backend->ops->name,
+               (long long)cfg->text.num_hidden_layers, (long long)cfg->text.hidden_size,
+               (long long)cfg->text.vocab_size, qwen35_weight_bytes(m->backbone),
+               clef_joint_head_weight_bytes(m->head));
+    *out = m;
+    return CLEF_OK;
+err:
+    clef_model_free(m);
+    return st;
+}
+
+void clef_model_free(clef_model *m) {
+    if (!m)
+        return;
+    clef_context_free(m->default_ctx); /* before the weights and the backend it forks */
+    clef_joint_head_free(m->head);
+    qwen35_free(m->backbone);
+    clef_backend_free(m->backend);
+    tok_free(m->tokenizer);
+    clef_release_free(m->release);
+    if (m->lock_ready)
+        pthread_mutex_destroy(&m->default_lock);
+    free(m->name);
+    free(m);
+}
+
+const char *clef_model_name(const clef_model *m) { return m ? m->name : ""; }
+int32_t clef_model_max_length(const clef_model *m) { return m ? m->params.max_length : 0; }
+uint64_t clef_model_weight_bytes(const clef_model *m) {
+    return m ? (uint64_t)qwen35_weight_bytes(m->backbone) + clef_joint_head_weight_bytes(m->head)
+             : 0;
+}
+uint64_t clef_model_workspace_bytes(const clef_model *m) {
+    if (!m)
+        return 0;
+    clef_model *mut = (clef_model *)m; /* the lock guards default_ctx; nothing else is written */
+    pthread_mutex_lock(&mut->default_lock);
+    uint64_t bytes = clef_context_workspace_bytes(m->default_ctx);
+    pthread_mutex_unlock(&mut->default_lock);
+    return bytes;
+}
+

@@ -1,0 +1,132 @@
+/*
+ * qwen35_state.c — the RunState of the Qwen3.5 backbone: every buffer one forward writes,
+ * planned once for (max_tokens, max_seq_len) on the backend (fork) of one context, so the
+ * forward never allocates and several states can run over one model's weights at once.
+ */
+#include "model/qwen35_internal.h"
+
+#include "core/error.h"
+
+#include <stdlib.h>
+
+qwen35_params qwen35_default_params(void) {
+    qwen35_params p = {.max_seq_len = 4096, .max_tokens = 0, .gdn_mode = CLEF_GDN_CHUNKED};
+    return p;
+}
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Floats per token of the work region: the largest of the MLP's, the GDN's and the
+ * attention's per-token buffers (they are used in turn, never at once). qwen35_forward.c
+ * carves it the same way. */
+int64_t qwen35_work_cols(const clef_text_config *c) {
+    const int64_t Hv = c->linear_num_value_heads, Vd = Hv * c->linear_value_head_dim;
+    const int64_t Cc = 2 * c->linear_num_key_heads * c->linear_key_head_dim + Vd;
+    const int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, d = c->head_dim;
+    int64_t mlp = 2 * c->intermediate_size;
+    int64_t gdn = Cc /* P */ + Cc /* conv */ + Vd /* z */ + 4 * Hv /* a, b, g, beta */ + Vd /* o */;
+    int64_t attn = Hq * 2 * d /* q|gate */ + 2 * Hkv * d /* k, v */ + Hq * d /* o */;
+    return max64(mlp, max64(gdn, attn));
+}
+
+/* Scratch of the token-mixing ops: the larger of the delta rule's and the attention's, each
+ * asked for packed sequences of at most Tm rows. */
+static size_t mixer_scratch_bytes(const qwen35_model *m, clef_backend *be, const qwen35_params *p) {
+    const clef_text_config *c = &m->cfg;
+    const clef_seqs shape = {.n_seqs = p->max_tokens, .max_len = p->max_seq_len};
+    clef_gdn_args ga = {.T = p->max_tokens, .n_k_heads = c->linear_num_key_heads,
+                        .n_v_heads = c->linear_num_value_heads, .dk = c->linear_key_head_dim,
+                        .dv = c->linear_value_head_dim,
+                        .ldq = c->linear_num_key_heads * c->linear_key_head_dim,
+                        .ldk = c->linear_num_key_heads * c->linear_key_head_dim,
+                        .ldv = c->linear_num_value_heads * c->linear_value_head_dim,
+                        .ldo = c->linear_num_value_heads * c->linear_value_head_dim,
+                        .mode = p->gdn_mode, .seqs = &shape};
+    const int64_t d = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
+    clef_attention_args aa = {.n_q = p->max_tokens, .n_kv = p->max_tokens, .n_q_heads = Hq,
+                              .n_kv_heads = Hkv, .head_dim = d, .ldq = Hq * 2 * d,
+                              .q_head_stride = 2 * d, .ldk = Hkv * d, .k_head_stride = d,
+                              .ldv = Hkv * d, .v_head_stride = d, .ldo = Hq * d,
+                              .o_head_stride = d, .causal = 1, .seqs = &shape};
+    size_t gdn = clef_gdn_workspace_size(be, &ga), attn = clef_attention_workspace_size(be, &aa);
+    return gdn > attn ? gdn : attn;
+}
+
+int qwen35_state_create(const qwen35_model *m, clef_backend *be, const qwen35_params *params,
+                        qwen35_state **out) {
+    if (!out)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_state_create: out is NULL");
+    *out = NULL;
+    if (!m || !be)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_state_create: NULL model or backend");
+    qwen35_params p = params ? *params : qwen35_default_params();
+    if (p.max_seq_len <= 0 || p.max_tokens < 0)
+        return clef_fail(CLEF_ERR_INVALID_ARG,
+                         "qwen35 state: max_seq_len %lld must be > 0, max_tokens %lld >= 0",
+                         (long long)p.max_seq_len, (long long)p.max_tokens);
+    if (p.max_tokens == 0)
+        p.max_tokens = p.max_seq_len;
+    if (p.max_tokens < p.max_seq_len)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35 state: max_tokens %lld < max_seq_len %lld",
+                         (long long)p.max_tokens, (long long)p.max_seq_len);
+    if (p.gdn_mode != CLEF_GDN_CHUNKED && p.gdn_mode != CLEF_GDN_RECURRENT)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35 state: unknown gdn_mode %d", (int)p.gdn_mode);
+    qwen35_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "qwen35 state: out of memory");
+    s->model = m;
+    s->be = be;
+    s->params = p;
+    s->buffers = clef_buffer_set_init(be);
+    s->work_cols = qwen35_work_cols(&m->cfg);
+    const int64_t N = p.max_tokens, D = m->cfg.hidden_size, rot = m->rot_dims;
+    const size_t f = sizeof(float), i32 = sizeof(int32_t);
+    struct {
+        void **dst;
+        size_t bytes;
+    } plan[] = {
+        {(void **)&s->ids, i32 * (size_t)N},
+        {(void **)&s->pos, i32 * (size_t)(3 * N)},
+        {(void **)&s->seq_start, i32 * (size_t)(N + 1)},
+        {(void **)&s->h, f * (size_t)(N * D)},
+        {(void **)&s->xn, f * (size_t)(N * D)},
+        {(void **)&s->out, f * (size_t)(N * D)},
+        {(void **)&s->work, f * (size_t)(N * s->work_cols)},
+        {(void **)&s->rope_cos, f * (size_t)(N * rot)},
+        {(void **)&s->rope_sin, f * (size_t)(N * rot)},
+        {&s->scratch, mixer_scratch_bytes(m, be, &p)},
+    };
+    int st = CLEF_OK;
+    for (size_t i = 0; i < sizeof plan / sizeof plan[0]; i++) {
+        if (!(*plan[i].dst = clef_buffer_set_alloc(&s->buffers, plan[i].bytes))) {
+            st = clef_fail(CLEF_ERR_OUT_OF_MEMORY,
+                           "out of memory planning the run state for %lld tokens (%zu bytes)",
+                           (long long)N, plan[i].bytes);
+            goto err;
+        }
+        s->bytes += plan[i].bytes;
+    }
+    s->host_pos = malloc(i32 * (size_t)(3 * N));
+    s->host_start = malloc(i32 * (size_t)(N + 1));
+    if (!s->host_pos || !s->host_start) {
+        st = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "qwen35 state: out of memory");
+        goto err;
+    }
+    *out = s;
+    return CLEF_OK;
+err:
+    qwen35_state_free(s);
+    return st;
+}
+
+void qwen35_state_free(qwen35_state *s) {
+    if (!s)
+        return;
+    clef_buffer_set_release(&s->buffers);
+    free(s->host_pos);
+    free(s->host_start);
+    free(s);
+}
+
+const float *qwen35_state_output(const qwen35_state *s) { return s->out; }
+size_t qwen35_state_bytes(const qwen35_state *s) { return s ? s->bytes : 0; }
