@@ -124,11 +124,13 @@ int clef_image_probe(const clef_image_file *file, const char *what, int64_t *wid
     if (w <= 0 || h <= 0)
         return clef_fail(CLEF_ERR_REQUEST_INVALID, "%s: image is %lldx%lld (an empty image)",
                          what, (long long)w, (long long)h);
-    if (w * h > CLEF_IMAGE_MAX_PIXELS)
+    /* A side over the cap is over it whatever the other side (>= 1); checking it first keeps
+     * the product of two 32-bit PNG sides from overflowing. */
+    if (w > CLEF_IMAGE_MAX_PIXELS || h > CLEF_IMAGE_MAX_PIXELS || w * h > CLEF_IMAGE_MAX_PIXELS)
         return clef_fail(CLEF_ERR_REQUEST_TOO_LONG,
-                         "%s: image is %lldx%lld = %lld pixels, over the 16 MP per-image cap "
+                         "%s: image is %lldx%lld = %.0f pixels, over the 16 MP per-image cap "
                          "(refused before decoding)",
-                         what, (long long)w, (long long)h, (long long)(w * h));
+                         what, (long long)w, (long long)h, (double)w * (double)h);
     int64_t hi = w > h ? w : h, lo = w > h ? h : w;
     if ((double)hi / (double)lo > 200.0)
         return clef_fail(CLEF_ERR_REQUEST_INVALID, "%s: image is %lldx%lld, aspect ratio %.1f "
