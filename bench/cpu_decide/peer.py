@@ -2,12 +2,15 @@
 """peer.py — the Python side of bench/cpu_decide: make the mid-size Clef release and its
 ~1,024-token record, and time the reference decision path on it.
 
-  python3 peer.py make OUT_DIR [TOKENS]
-        OUT_DIR/clef-bench: a random-weight BF16 Clef release written by
-        scripts/fixtures/make_release.py's write_release — Qwen3.5 text hidden 1024, 8 layers
-        (3 GDN : 1 attention), MLP 3584, attention 8 x 256 (GQA 4:1), GDN 16 heads of 128;
-        the joint schema head at width 1024, 2 routing + 4 decoder layers, 16 heads,
-        feed-forward 4096; the demo release's tokenizer (demo/clef-demo, 2,074 tokens).
+  python3 peer.py make OUT_DIR [TOKENS] [HIDDEN] [DTYPE]
+        OUT_DIR/clef-bench: a random-weight Clef release (DTYPE bf16, the default, or f32)
+        written by scripts/fixtures/make_release.py's write_release — HIDDEN 1024 (default):
+        Qwen3.5 text hidden 1024, 8 layers (3 GDN : 1 attention), MLP 3584, attention 8 x 256
+        (GQA 4:1), GDN 16 heads of 128; the joint schema head at width 1024, 2 routing + 4
+        decoder layers, 16 heads, feed-forward 4096. HIDDEN 384: hidden 384, 8 layers, MLP
+        1024, attention 4 x 256 (GQA 4:1), GDN 4 key / 8 value heads of 128; head width 384,
+        2 + 4 layers, 6 heads, feed-forward 1536. Both: the demo release's tokenizer
+        (demo/clef-demo, 2,074 tokens).
         OUT_DIR/record-TOKENS.json: one SystemOne request of 4 questions (2 noul, a choice of 4, a
         score of 4 levels: 12 options) about a support ticket whose messages are sized so
         that the prompt, as the reference encode_record() counts it, is TOKENS (default 1024)
@@ -51,17 +54,23 @@ TEXT = dict(hidden_size=1024, intermediate_size=3584, num_hidden_layers=8,
             rope_parameters=dict(rope_type="default", rope_theta=10000000.0, partial_rotary_factor=0.25,
                                  mrope_section=[11, 11, 10], mrope_interleaved=True))
 HEAD = dict(hidden_size=1024, width=1024, routing_layers=2, layers=4, heads=16, feedforward=4096)
+# the small configuration (issue 8: "hidden 320-384")
+TEXT_384 = dict(TEXT, hidden_size=384, intermediate_size=1024, num_attention_heads=4,
+                num_key_value_heads=1, linear_num_key_heads=4, linear_num_value_heads=8)
+HEAD_384 = dict(hidden_size=384, width=384, routing_layers=2, layers=4, heads=6, feedforward=1536)
 MODEL_NAME = "clef-bench"
 
 
-def make_release(release: Path) -> None:
+def make_release(release: Path, hidden: int = 1024, dtype: str = "bf16") -> None:
     sys.path.insert(0, str(ROOT / "scripts" / "fixtures"))
     from make_release import write_release
 
     demo_config = json.loads((DEMO / "config.json").read_text())
-    text = dict(TEXT, vocab_size=demo_config["text_config"]["vocab_size"])
-    write_release(release, text_config=text, vision_config=dict(depth=1, out_hidden_size=TEXT["hidden_size"]),
-                  head_config=HEAD, seed=0, dtype="bfloat16", tokenizer_dir=DEMO)
+    text_config, head_config = {1024: (TEXT, HEAD), 384: (TEXT_384, HEAD_384)}[hidden]
+    text = dict(text_config, vocab_size=demo_config["text_config"]["vocab_size"])
+    write_release(release, text_config=text, vision_config=dict(depth=1, out_hidden_size=hidden),
+                  head_config=head_config, seed=0, dtype={"bf16": "bfloat16", "f32": "float32"}[dtype],
+                  tokenizer_dir=DEMO)
     # The head's logit scales init at exp(0) = 1, which leaves random-weight answers within
     # ~0.01 of uniform; a trained head's are larger. Scale ~50 spreads the probabilities, so
     # that "answers identical" compares distinct numbers, not four copies of 0.25.
@@ -120,13 +129,14 @@ def make_record(tokenizer, mod, tokens: int) -> dict:
     return request
 
 
-def make(out_dir: Path, tokens: int) -> None:
+def make(out_dir: Path, tokens: int, hidden: int, dtype: str) -> None:
     release = out_dir / MODEL_NAME
     if not release.is_dir():  # written aside, then renamed: an interrupted make leaves no release
         import shutil
+        out_dir.mkdir(parents=True, exist_ok=True)
         partial = out_dir / (MODEL_NAME + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
-        make_release(partial)
+        make_release(partial, hidden, dtype)
         partial.rename(release)
     record_path = out_dir / f"record-{tokens}.json"
     if not record_path.is_file():
@@ -171,6 +181,7 @@ def run(release: Path, record_path: Path, runs: int, threads: int, max_length: i
 
 if __name__ == "__main__":
     if sys.argv[1] == "make":
-        make(Path(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 1024)
+        make(Path(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 1024,
+             int(sys.argv[4]) if len(sys.argv) > 4 else 1024, sys.argv[5] if len(sys.argv) > 5 else "bf16")
     else:
         run(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))

@@ -9,7 +9,7 @@ transformers' Qwen3.5 text forward on it.
         load DIR with from_pretrained(dtype=float32) — fp32 math on the BF16 weights, the same
         arithmetic as the engine — then time Qwen3_5Model(input_ids).last_hidden_state over T
         random tokens: 1 warm-up + RUNS timed runs, torch.set_num_threads(THREADS), no grad,
-        eager attention, no cache. Prints one JSON line: median ms, tok/s, median CPU seconds of
+        eager attention, no cache (token ids uniform over the release's vocabulary). Prints one JSON line: median ms, tok/s, median CPU seconds of
         a forward (all threads), peak RSS.
 Requirements: pip install -r scripts/requirements.txt (make also needs the reference head file,
 located as make_release.py's docstring says).
@@ -45,7 +45,8 @@ def run(model_dir, T, runs, threads):
     torch.set_num_threads(threads)
     model = Qwen3_5ForConditionalGeneration.from_pretrained(model_dir, dtype=torch.float32,
                                                             attn_implementation="eager").eval()
-    ids = torch.randint(0, CONFIG["vocab_size"], (1, T), generator=torch.Generator().manual_seed(1))
+    vocab = model.config.text_config.vocab_size
+    ids = torch.randint(0, vocab, (1, T), generator=torch.Generator().manual_seed(1))
     times, cpu = [], []
     with torch.inference_mode():
         for i in range(runs + 1):

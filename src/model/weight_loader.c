@@ -10,6 +10,8 @@
  */
 #include "model/weight_loader.h"
 
+#include "model/quant_weights.h"
+
 #include "core/error.h"
 #include "core/shape.h"
 
@@ -23,7 +25,9 @@ clef_weight_loader clef_weight_loader_init(clef_backend *be, const clef_tensor_s
     clef_weight_loader L = {.be = be, .src = src, .buffers = buffers, .owner = owner,
                             .name_prefix = name_prefix ? name_prefix : "",
                             .config_name = config_name ? config_name : "config",
-                            .staging_limit = CLEF_WEIGHT_STAGING_BYTES};
+                            .staging_limit = CLEF_WEIGHT_STAGING_BYTES,
+                            /* the quantized formats of src/quant (model/quant_weights.c) */
+                            .load_quantized = clef_weight_load_quantized};
     return L;
 }
 

@@ -2,9 +2,15 @@
  * test_cpu_ops.c — every op of the CPU backend against a straightforward double-precision
  * reference written here (the definitions of backend.h, loop by loop), plus the properties
  * the model relies on: a row's matmul result does not depend on the batch around it or the
- * thread count, and the chunked gated delta rule equals the recurrent one.
+ * thread count, and the chunked gated delta rule equals the recurrent one. Everything runs
+ * once per instruction-set level the machine and build have (AVX-512, AVX2, portable C;
+ * src/backend/cpu/cpu_isa.h), and the levels must give the same bits: the GEMM element by
+ * element equals an fmaf chain in the order cpu_gemm.h promises, and every op's output at each
+ * level is compared byte for byte with the portable level's.
  */
 #include "backend/backend.h"
+#include "backend/cpu/cpu_gemm.h"
+#include "backend/cpu/cpu_isa.h"
 #include "clef.h"
 #include "core/numeric.h"
 #include "test.h"
@@ -460,6 +466,10 @@ static void test_attention(clef_backend *be) {
     test_attention_case(be, 65, 65, 4, 2, 256, 1);
     test_attention_case(be, 40, 100, 4, 4, 32, 1);  /* queries are the last 40 of 100 */
     test_attention_case(be, 33, 300, 4, 4, 64, 0);  /* cross-attention */
+    /* several key blocks of the online softmax (256 keys each), ragged last block */
+    test_attention_case(be, 600, 600, 2, 1, 32, 1);
+    test_attention_case(be, 70, 777, 2, 2, 16, 1);  /* queries are the last 70 of 777 */
+    test_attention_case(be, 5, 1000, 2, 1, 32, 0);
 }
 
 /* ---- rope ---- */
@@ -506,18 +516,149 @@ static void test_get_rows(clef_backend *be) {
     CHECK(y[0] == 4.5f && y[2] == 5.5f && y[3] == 1.5f && y[5] == 2.5f);
 }
 
+/* ---- the same bits at every instruction-set level ---- */
+
+/* cpu_gemm.h's promise, checked from outside: each element is acc = fmaf chain over k inside a
+ * KC block (from 0), C = acc for the first block (C += acc when accumulating), C += acc for the
+ * others, then + bias. The tile shape, packing and ISA must not show in a single bit. */
+static void test_matmul_fma_order(clef_backend *be, int64_t M, int64_t N, int64_t K, clef_wtype wt,
+                                  int with_bias, int accumulate) {
+    float *x = rand_buf((size_t)(M * K), 1.0f), *wf = rand_buf((size_t)(N * K), 0.5f);
+    uint16_t *wb = malloc(sizeof(uint16_t) * (size_t)(N * K));
+    for (int64_t i = 0; i < N * K; i++) {
+        wb[i] = clef_f32_to_bf16(wf[i]);
+        if (wt == CLEF_WTYPE_BF16)
+            wf[i] = clef_bf16_to_f32(wb[i]);
+    }
+    float *bias = with_bias ? rand_buf((size_t)N, 1.0f) : NULL;
+    float *y = rand_buf((size_t)(M * N), 1.0f), *ref = malloc(sizeof(float) * (size_t)(M * N));
+    memcpy(ref, y, sizeof(float) * (size_t)(M * N));
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            float c = ref[m * N + n];
+            for (int64_t k0 = 0; k0 < K; k0 += CPU_GEMM_KC) {
+                float acc = 0.0f;
+                for (int64_t k = k0; k < K && k < k0 + CPU_GEMM_KC; k++)
+                    acc = fmaf(x[m * K + k], wf[n * K + k], acc);
+                c = (k0 == 0 && !accumulate) ? acc : c + acc;
+            }
+            ref[m * N + n] = bias ? c + bias[n] : c;
+        }
+    clef_matrix w = {.type = wt, .rows = N, .cols = K, .ld = K,
+                     .data = wt == CLEF_WTYPE_BF16 ? (const void *)wb : (const void *)wf};
+    clef_matmul(be, M, x, K, &w, bias, y, N, accumulate);
+    int64_t diff = 0;
+    for (int64_t i = 0; i < M * N; i++)
+        diff += memcmp(&y[i], &ref[i], sizeof(float)) != 0;
+    CHECK_MSG(diff == 0, "matmul %s M=%lld N=%lld K=%lld at %s: %lld elements differ from the fmaf chain",
+              clef_wtype_name(wt), (long long)M, (long long)N, (long long)K,
+              cpu_isa_name(cpu_isa_active()), (long long)diff);
+    free(x), free(wf), free(wb), free(bias), free(y), free(ref);
+}
+
+/* Outputs of the ops with vector paths (and of the ops built on the GEMM) at the active level,
+ * appended to out (n floats each; the caller compares levels byte for byte). */
+static size_t isa_outputs(clef_backend *be, float *out) {
+    size_t at = 0;
+    const uint64_t saved_rng = rng_state;
+    rng_state = 0x1234567ull; /* the same inputs at every level */
+    const int64_t n = 1 << 16;
+    float *x = malloc(sizeof(float) * (size_t)n), *u = rand_buf((size_t)n, 3.0f);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = -110.0f + 205.0f * (float)i / (float)n;
+    x[0] = NAN, x[1] = INFINITY, x[2] = -INFINITY, x[3] = -0.0f;
+    const clef_unary_op ops[3] = {CLEF_UNARY_EXP, CLEF_UNARY_SILU, CLEF_UNARY_SIGMOID};
+    for (int o = 0; o < 3; o++, at += (size_t)(n - 3)) /* odd length: vector tails too */
+        clef_unary(be, ops[o], n - 3, x + 3, out + at);
+    clef_swiglu(be, n - 5, u, x, out + at), at += (size_t)(n - 5);
+    memcpy(out + at, u, sizeof(float) * 999);
+    clef_mul_sigmoid(be, 27, 37, out + at, 37, x + 7, 37), at += 999;
+    int64_t T = 70, C = 96, K = 4;
+    float *cx = rand_buf((size_t)(T * C), 2.0f), *cw = rand_buf((size_t)(C * K), 1.0f);
+    clef_conv1d_causal_silu(be, T, C, K, cx, C, cw, NULL, out + at, C, NULL), at += (size_t)(T * C);
+    float *z = rand_buf((size_t)(T * C), 3.0f);
+    clef_rmsnorm_gated(be, T, C, cx, C, z, C, cw, 1e-6f, out + at, C), at += (size_t)(T * C);
+    /* attention and the chunked delta rule: GEMMs, softmax, exp */
+    int64_t nq = 90, Hq = 4, Hkv = 2, d = 32;
+    float *q = rand_buf((size_t)(nq * Hq * d), 1.0f), *k = rand_buf((size_t)(nq * Hkv * d), 1.0f);
+    float *v = rand_buf((size_t)(nq * Hkv * d), 1.0f);
+    clef_attention_args a = {nq, nq, Hq, Hkv, d, q, Hq * d, d, k, Hkv * d, d, v, Hkv * d, d,
+                             out + at, Hq * d, d, 0.17f, 1, NULL};
+    void *ws = malloc(clef_attention_workspace_size(be, &a));
+    clef_attention(be, &a, ws), at += (size_t)(nq * Hq * d);
+    free(ws);
+    int64_t Hv = 4, dv = 32, ldqkv = 2 * Hkv * d + Hv * dv;
+    float *qkv = rand_buf((size_t)(nq * ldqkv), 1.0f), *g = malloc(sizeof(float) * (size_t)(nq * Hv));
+    float *beta = malloc(sizeof(float) * (size_t)(nq * Hv));
+    for (int64_t i = 0; i < nq * Hv; i++)
+        g[i] = -0.3f * (frand() + 1.0f), beta[i] = 0.5f * (frand() + 1.0f);
+    clef_gdn_args ga = {nq, Hkv, Hv, d, dv, qkv, ldqkv, qkv + Hkv * d, ldqkv, qkv + 2 * Hkv * d, ldqkv,
+                        g, beta, NULL, out + at, Hv * dv, 1, CLEF_GDN_CHUNKED, NULL};
+    ws = malloc(clef_gdn_workspace_size(be, &ga));
+    clef_gdn(be, &ga, ws), at += (size_t)(nq * Hv * dv);
+    free(ws);
+    /* matmul, both weight types, several tile edges */
+    int64_t M = 13, N = 70, Kd = 300;
+    float *mx = rand_buf((size_t)(M * Kd), 1.0f), *mw = rand_buf((size_t)(N * Kd), 1.0f);
+    uint16_t *mb = malloc(sizeof(uint16_t) * (size_t)(N * Kd));
+    for (int64_t i = 0; i < N * Kd; i++)
+        mb[i] = clef_f32_to_bf16(mw[i]);
+    clef_matrix wf = {.type = CLEF_WTYPE_F32, .rows = N, .cols = Kd, .ld = Kd, .data = mw};
+    clef_matrix wbm = {.type = CLEF_WTYPE_BF16, .rows = N, .cols = Kd, .ld = Kd, .data = mb};
+    clef_matmul(be, M, mx, Kd, &wf, NULL, out + at, N, 0), at += (size_t)(M * N);
+    clef_matmul(be, M, mx, Kd, &wbm, cw, out + at, N, 0), at += (size_t)(M * N);
+    free(x), free(u), free(cx), free(cw), free(z), free(q), free(k), free(v), free(qkv), free(g),
+        free(beta), free(mx), free(mw), free(mb);
+    rng_state = saved_rng;
+    return at;
+}
+
+enum { ISA_OUT_FLOATS = 1 << 19 };
+
+static void test_isa_levels_agree(clef_backend *be, const float *portable, size_t n_portable) {
+    float *got = malloc(sizeof(float) * ISA_OUT_FLOATS);
+    size_t n = isa_outputs(be, got);
+    CHECK(n == n_portable && n <= ISA_OUT_FLOATS);
+    size_t diff = 0, first = n;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&got[i], &portable[i], sizeof(float)) != 0) {
+            diff++;
+            first = first < i ? first : i;
+        }
+    CHECK_MSG(diff == 0, "%s vs portable C: %zu of %zu output floats differ (first at %zu)",
+              cpu_isa_name(cpu_isa_active()), diff, n, first);
+    free(got);
+}
+
 int main(void) {
     clef_backend *be = make_backend(2);
-    test_matmul(be);
-    test_matmul_threads();
-    test_norms(be);
-    test_elementwise(be);
-    test_exp_range(be);
-    test_conv(be);
-    test_gdn(be);
-    test_attention(be);
-    test_rope(be);
-    test_get_rows(be);
+    /* the portable level's outputs, the reference every vector level must equal bit for bit */
+    const cpu_isa best = cpu_isa_best();
+    printf("instruction-set levels tested: portable C up to %s\n", cpu_isa_name(best));
+    float *portable = malloc(sizeof(float) * ISA_OUT_FLOATS);
+    cpu_isa_set_limit(CPU_ISA_SCALAR);
+    size_t n_portable = isa_outputs(be, portable);
+    for (int level = (int)best; level >= (int)CPU_ISA_SCALAR; level--) {
+        cpu_isa_set_limit((cpu_isa)level);
+        CHECK(cpu_isa_active() == (cpu_isa)level);
+        test_isa_levels_agree(be, portable, n_portable);
+        const int64_t shapes[][3] = {{1, 1, 1}, {7, 45, 300}, {13, 100, 513}, {260, 33, 40}};
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int wt = 0; wt < 2; wt++)
+                test_matmul_fma_order(be, shapes[s][0], shapes[s][1], shapes[s][2], (clef_wtype)wt,
+                                      (int)s % 2, (int)s == 2);
+        test_matmul(be);
+        test_matmul_threads();
+        test_norms(be);
+        test_elementwise(be);
+        test_exp_range(be);
+        test_conv(be);
+        test_gdn(be);
+        test_attention(be);
+        test_rope(be);
+        test_get_rows(be);
+    }
+    free(portable);
     clef_backend_free(be);
     return test_summary();
 }

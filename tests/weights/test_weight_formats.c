@@ -20,7 +20,7 @@
  *    format and the backend;
  *  - the plug point of the quantized formats (load_quantized): a small FP8 format loader over
  *    the compressed-tensors fixture places the release's bytes and scales, its parts share
- *    the descriptor, and the CPU (no FP8) refuses it by name.
+ *    the descriptor, and a backend without FP8 refuses it by name.
  * Run from the repository root (ctest does).
  */
 #include "backend/backend.h"
@@ -211,7 +211,10 @@ static void test_plain_formats(clef_backend *be) {
 
     /* F16: supported by the CPU through its prepare step, bit-identical to F32 */
     CHECK(clef_backend_supports_format(be, CLEF_WTYPE_F16));
-    CHECK(!clef_backend_supports_format(be, CLEF_WTYPE_NF4));
+    /* the quantized formats run too (cpu_quant_matmul.c; parity in tests/quant) */
+    CHECK(clef_backend_supports_format(be, CLEF_WTYPE_NF4));
+    CHECK(clef_backend_supports_format(be, CLEF_WTYPE_FP8_E4M3));
+    CHECK(clef_backend_supports_format(be, CLEF_WTYPE_INT8_CONVROT));
     clef_matrix mh = {.type = CLEF_WTYPE_F16, .rows = N, .cols = K, .ld = K, .data = wh};
     size_t need = clef_backend_prepared_size(be, &mh);
     CHECK_EQ_INT(need, sizeof(float) * N * K);
@@ -397,6 +400,12 @@ static int fp8_supports(clef_backend *be, clef_wtype t) {
     return t == CLEF_WTYPE_F32 || t == CLEF_WTYPE_BF16 || t == CLEF_WTYPE_FP8_E4M3;
 }
 
+/* A CPU backend that runs the plain formats only (the CPU itself runs NF4 / FP8 / INT8 now). */
+static int plain_supports(clef_backend *be, clef_wtype t) {
+    (void)be;
+    return t == CLEF_WTYPE_F32 || t == CLEF_WTYPE_BF16 || t == CLEF_WTYPE_F16;
+}
+
 static void test_quantized_plug_point(clef_backend *cpu) {
     clef_release *rel = NULL;
     CHECK_EQ_INT(clef_release_open("tests/release/fixtures/fp8", NULL, &rel), CLEF_OK);
@@ -411,12 +420,19 @@ static void test_quantized_plug_point(clef_backend *cpu) {
     ops.supports_format = fp8_supports;
     clef_backend fp8_be = *cpu;
     fp8_be.ops = &ops;
+    clef_backend_ops plain_ops = *cpu->ops;
+    plain_ops.name = "cpu-plain";
+    plain_ops.supports_format = plain_supports;
+    clef_backend plain_be = *cpu;
+    plain_be.ops = &plain_ops;
     int calls = 0;
     for (int round = 0; round < 3; round++) {
-        /* 0: no format loader; 1: the CPU, which does not run FP8; 2: a backend that does */
-        clef_backend *be = round == 2 ? &fp8_be : cpu;
+        /* 0: no format loader (init installs src/quant's: removed); 1: a backend that does
+         * not run FP8; 2: a backend that does */
+        clef_backend *be = round == 2 ? &fp8_be : round == 1 ? &plain_be : cpu;
         clef_buffer_set set = clef_buffer_set_init(be);
         clef_weight_loader L = clef_weight_loader_init(be, &src, &set, NULL, "", "config");
+        L.load_quantized = NULL;
         if (round > 0)
             L.load_quantized = fp8_loader, L.load_quantized_ctx = &calls;
         L.staging_limit = 100; /* pieces here too */

@@ -12,35 +12,73 @@ float cpu_sigmoid(float x) { return 1.0f / (1.0f + cpu_exp1(-x)); }
 float cpu_silu(float x) { return x / (1.0f + cpu_exp1(-x)); }
 float cpu_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
-/* y = silu(x) (times mul when mul is not NULL), or sigmoid(x), or exp(x), over n floats;
- * 16 at a time with the vector exp, the same arithmetic as the scalar functions above. */
+/* y = silu(x) (times mul when mul is not NULL), or sigmoid(x), or exp(x), over n floats:
+ * 16 (AVX-512) or 8 (AVX2) at a time with the vector exp, or one at a time; the same
+ * arithmetic as the scalar functions above in every path (cpu_vexp.h), so the same bits. */
 typedef enum vec_fn { VEC_SILU, VEC_SIGMOID, VEC_EXP } vec_fn;
 
-static void vec_apply(vec_fn fn, int64_t n, const float *x, const float *mul, float *y) {
-    int64_t i = 0;
-#if defined(__AVX512F__)
+static float scalar_fn(vec_fn fn, float x) {
+    return fn == VEC_EXP ? cpu_exp1(x) : fn == VEC_SILU ? cpu_silu(x) : cpu_sigmoid(x);
+}
+
+#if CPU_HAVE_X86
+CPU_TARGET_AVX512 static int64_t vec_apply_avx512(vec_fn fn, int64_t n, const float *x,
+                                                  const float *mul, float *y) {
     const __m512 one = _mm512_set1_ps(1.0f);
+    int64_t i = 0;
     for (; i < n; i += 16) {
         __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
         __m512 v = _mm512_maskz_loadu_ps(m, x + i), r;
         if (fn == VEC_EXP) {
-            r = cpu_exp16(v);
+            r = cpu_exp16_avx512(v);
         } else {
-            __m512 den = _mm512_add_ps(one, cpu_exp16(_mm512_sub_ps(_mm512_setzero_ps(), v)));
+            __m512 den = _mm512_add_ps(one, cpu_exp16_avx512(_mm512_sub_ps(_mm512_setzero_ps(), v)));
             r = _mm512_div_ps(fn == VEC_SILU ? v : one, den);
         }
         if (mul)
             r = _mm512_mul_ps(r, _mm512_maskz_loadu_ps(m, mul + i));
         _mm512_mask_storeu_ps(y + i, m, r);
     }
+    return n;
+}
+
+CPU_TARGET_AVX2 static int64_t vec_apply_avx2(vec_fn fn, int64_t n, const float *x,
+                                              const float *mul, float *y) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i), r;
+        if (fn == VEC_EXP) {
+            r = cpu_exp8_avx2(v);
+        } else {
+            __m256 den = _mm256_add_ps(one, cpu_exp8_avx2(_mm256_sub_ps(_mm256_setzero_ps(), v)));
+            r = _mm256_div_ps(fn == VEC_SILU ? v : one, den);
+        }
+        if (mul)
+            r = _mm256_mul_ps(r, _mm256_loadu_ps(mul + i));
+        _mm256_storeu_ps(y + i, r);
+    }
+    return i; /* the tail goes through the scalar path */
+}
+#endif
+
+static void vec_apply(vec_fn fn, int64_t n, const float *x, const float *mul, float *y) {
+    int64_t i = 0;
+#if CPU_HAVE_X86
+    cpu_isa isa = cpu_isa_active();
+    if (isa == CPU_ISA_AVX512)
+        i = vec_apply_avx512(fn, n, x, mul, y);
+    else if (isa == CPU_ISA_AVX2)
+        i = vec_apply_avx2(fn, n, x, mul, y);
 #endif
     for (; i < n; i++) {
-        float r = fn == VEC_EXP ? cpu_exp1(x[i]) : fn == VEC_SILU ? cpu_silu(x[i]) : cpu_sigmoid(x[i]);
+        float r = scalar_fn(fn, x[i]);
         y[i] = mul ? r * mul[i] : r;
     }
 }
 
 void cpu_silu_n(int64_t n, const float *x, float *y) { vec_apply(VEC_SILU, n, x, NULL, y); }
+void cpu_exp_n(int64_t n, const float *x, float *y) { vec_apply(VEC_EXP, n, x, NULL, y); }
 
 static float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * (float)M_SQRT1_2)); }
 
@@ -76,15 +114,18 @@ void cpu_unary(clef_backend *be, clef_unary_op op, int64_t n, const float *x, fl
     }
 }
 
+/* exp(x - max) through the vector exp (the same bits at every instruction-set level), the sum
+ * in double in index order, one scaling. */
 void cpu_softmax_row(float *x, int64_t n) {
     float max = -INFINITY;
     for (int64_t i = 0; i < n; i++)
         max = x[i] > max ? x[i] : max;
+    for (int64_t i = 0; i < n; i++)
+        x[i] -= max;
+    vec_apply(VEC_EXP, n, x, NULL, x);
     double sum = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        x[i] = expf(x[i] - max);
+    for (int64_t i = 0; i < n; i++)
         sum += x[i];
-    }
     float inv = (float)(1.0 / sum);
     for (int64_t i = 0; i < n; i++)
         x[i] *= inv;

@@ -11,6 +11,7 @@
  * Heads are independent: threads take v-heads; each thread's scratch holds its buffers.
  */
 #include "backend/cpu/cpu_internal.h"
+#include "backend/cpu/cpu_vexp.h"
 
 #include <math.h>
 #include <omp.h>
@@ -29,7 +30,7 @@ void cpu_gdn_gates(clef_backend *be, int64_t T, int64_t H, const float *a, int64
         for (int64_t h = 0; h < H; h++) {
             /* torch: beta = b.sigmoid(); g = -A_log.float().exp() * F.softplus(a.float() + dt_bias) */
             beta[t * H + h] = cpu_sigmoid(b[t * ldb + h]);
-            g[t * H + h] = -expf(a_log[h]) * cpu_softplus(a[t * lda + h] + dt_bias[h]);
+            g[t * H + h] = -cpu_exp1(a_log[h]) * cpu_softplus(a[t * lda + h] + dt_bias[h]);
         }
     }
 }
@@ -99,7 +100,7 @@ static void gdn_head_recurrent(const clef_gdn_args *a, int64_t h, float *S, floa
         l2norm_scaled(a->q + t * a->ldq + kh * dk, dk, scale, a->l2norm_qk, qbuf);
         l2norm_scaled(a->k + t * a->ldk + kh * dk, dk, 1.0f, a->l2norm_qk, kbuf);
         const float *v = a->v + t * a->ldv + h * dv;
-        float decay = expf(a->g[t * a->n_v_heads + h]);
+        float decay = cpu_exp1(a->g[t * a->n_v_heads + h]);
         float beta = a->beta[t * a->n_v_heads + h];
         float *o = a->o + t * a->ldo + h * dv;
         for (int64_t i = 0; i < dk * dv; i++)
@@ -149,14 +150,14 @@ static void gdn_head_chunked(const clef_gdn_args *a, int64_t h, float *S, gdn_sc
         /* decays between the chunk's tokens, computed once for steps 3 and 5 */
         for (int64_t i = 0; i < L; i++)
             for (int64_t j = 0; j < i; j++)
-                s->decay[i * C + j] = expf(s->gc[i] - s->gc[j]);
+                s->decay[i * C + j] = cpu_exp1(s->gc[i] - s->gc[j]);
         /* 2. UT system: sys = (beta k) k^T * exp(gc_i - gc_j), strictly lower part used */
         cpu_gemm(L, L, dk, s->kb, dk, &kn_t, NULL, s->sys, C, 0, pack);
         /* 3. forward substitution: u_i = vb_i - sum_{j<i} sys_ij u_j;
          *    w_i = kb_i exp(gc_i) - sum_{j<i} sys_ij w_j   (torch: solve_triangular, unitriangular) */
         for (int64_t i = 0; i < L; i++) {
             float *ui = s->u + i * dv, *wi = s->w + i * dk;
-            float egi = expf(s->gc[i]);
+            float egi = cpu_exp1(s->gc[i]);
             memcpy(ui, s->vb + i * dv, sizeof(float) * (size_t)dv);
             for (int64_t d = 0; d < dk; d++)
                 wi[d] = s->kb[i * dk + d] * egi;
@@ -185,7 +186,7 @@ static void gdn_head_chunked(const clef_gdn_args *a, int64_t h, float *S, gdn_sc
         }
         /* 6. o = (q exp(gc)) S + sys v_new */
         for (int64_t i = 0; i < L; i++) {
-            float e = expf(s->gc[i]);
+            float e = cpu_exp1(s->gc[i]);
             for (int64_t d = 0; d < dk; d++)
                 s->qn[i * dk + d] *= e;
         }
@@ -196,11 +197,11 @@ static void gdn_head_chunked(const clef_gdn_args *a, int64_t h, float *S, gdn_sc
         /* 7. S = S exp(gc_last) + (k exp(gc_last - gc))^T v_new */
         float last = s->gc[L - 1];
         for (int64_t i = 0; i < L; i++) {
-            float e = expf(last - s->gc[i]);
+            float e = cpu_exp1(last - s->gc[i]);
             for (int64_t d = 0; d < dk; d++)
                 s->kt[d * L + i] = s->kn[i * dk + d] * e;
         }
-        float chunk_decay = expf(last);
+        float chunk_decay = cpu_exp1(last);
         for (int64_t i = 0; i < dk * dv; i++)
             S[i] *= chunk_decay;
         cpu_gemm(dk, dv, L, s->kt, L, &vnew_kn, NULL, S, dv, 1, pack);

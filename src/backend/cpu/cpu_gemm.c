@@ -6,21 +6,40 @@
  * pack B into NR-wide panels [kc][NR]; for each MC block of rows: pack A into MR-tall panels
  * [kc][MR]; run the MR x NR kernel over every (panel of A, panel of B) pair. Panels are padded
  * with zeros so the kernel always computes a full tile; edge tiles are stored partially.
+ *
+ * Register tiles per instruction set (cpu_isa.h, chosen per call): AVX-512 8 x 32 (16 zmm
+ * accumulators), AVX2 6 x 16 (12 ymm accumulators + 2 of B + 1 broadcast of A = 15 of the 16
+ * registers), portable C 8 x 32 with fmaf. The tile shape only decides which elements are
+ * computed together: each element is still acc = 0; acc = fma(a_k, b_k, acc) for k ascending
+ * in its KC block; C = acc (first block) or C += acc; so every path gives the same bits.
  */
 #include "backend/cpu/cpu_gemm.h"
 
+#include "backend/cpu/cpu_isa.h"
 #include "core/numeric.h"
 
 #include <math.h>
 #include <string.h>
 
-#if defined(__AVX512F__) || defined(__AVX2__)
+#if CPU_HAVE_X86
 #include <immintrin.h>
 #endif
 
-enum { MR = CPU_GEMM_MR, NR = CPU_GEMM_NR, MC = CPU_GEMM_MC, KC = CPU_GEMM_KC, NC = CPU_GEMM_NC };
+enum { MC_MAX = CPU_GEMM_MC, KC = CPU_GEMM_KC, NC = CPU_GEMM_NC };
 
-_Static_assert(MR % 8 == 0 && NR % 8 == 0, "packing transposes 8 x 8 blocks");
+/* Tile and row-block shape of one instruction set. mc is a multiple of mr and <= MC_MAX (the
+ * size of the A packing area); NC is a multiple of every nr. */
+typedef struct gemm_shape {
+    int64_t mr, nr, mc;
+} gemm_shape;
+
+static const gemm_shape SHAPES[3] = {
+    [CPU_ISA_SCALAR] = {8, 32, 256},
+    [CPU_ISA_AVX2] = {6, 16, 252},
+    [CPU_ISA_AVX512] = {8, 32, 256},
+};
+
+_Static_assert(CPU_GEMM_MC >= 256 && NC % 32 == 0, "shapes fit the packing areas");
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -31,10 +50,10 @@ cpu_gemm_b cpu_gemm_b_cols(const cpu_gemm_b *B, int64_t n0) {
     return r;
 }
 
-#if defined(__AVX2__)
+#if CPU_HAVE_X86
 /* r[k] <- column k of the 8 x 8 block whose rows are r[0..7] (the usual unpack / shuffle /
  * permute transpose: pure data movement, so packing stays exact). */
-static inline void transpose_8x8(__m256 r[8]) {
+CPU_TARGET_AVX2 static inline void transpose_8x8(__m256 r[8]) {
     __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
     __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
     __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
@@ -58,14 +77,14 @@ static inline void transpose_8x8(__m256 r[8]) {
 }
 
 /* 8 BF16 -> 8 fp32, exactly (the BF16 bits become the high half of the fp32 bits). */
-static inline __m256 load_bf16x8(const uint16_t *src) {
+CPU_TARGET_AVX2 static inline __m256 load_bf16x8(const uint16_t *src) {
     __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)src));
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
 }
 
 /* dst[k * ld_dst + i] = row_i[k] for 8 rows (row i at src + i * ld_src, fp32 or BF16) and
  * k in [0, kc8), kc8 a multiple of 8: 8 x 8 blocks through registers. */
-static void transpose_rows8(const void *src, int64_t ld_src, int bf16, int64_t kc8, float *dst,
+CPU_TARGET_AVX2 static void transpose_rows8(const void *src, int64_t ld_src, int bf16, int64_t kc8, float *dst,
                             int64_t ld_dst) {
     for (int64_t k = 0; k < kc8; k += 8) {
         __m256 r[8];
@@ -80,9 +99,11 @@ static void transpose_rows8(const void *src, int64_t ld_src, int bf16, int64_t k
 #endif
 
 /* Bp[p][k][NR] for panels p of the columns [n0, n0 + nc), rows [k0, k0 + kc); zero padding.
- * NK (a weight, rows of k contiguous): 8 x 8 register transposes for whole groups of 8
- * columns and 8 k, scalar for the rest. KN (rows of n contiguous): row segments copied. */
-static void pack_b(const cpu_gemm_b *B, int64_t k0, int64_t kc, int64_t n0, int64_t nc, float *Bp) {
+ * NK (a weight, rows of k contiguous): 8 x 8 register transposes (AVX2 and up) for whole
+ * groups of 8 columns and 8 k, scalar for the rest. KN (rows of n contiguous): row segments
+ * copied. Pure data movement (BF16 -> fp32 is exact), so every path packs the same floats. */
+static void pack_b(const cpu_gemm_b *B, int64_t k0, int64_t kc, int64_t n0, int64_t nc, int64_t NR,
+                   int vector, float *Bp) {
     const int bf16 = B->type == CLEF_WTYPE_BF16;
     for (int64_t p = 0; p * NR < nc; p++) {
         float *dst = Bp + p * kc * NR;
@@ -103,13 +124,15 @@ static void pack_b(const cpu_gemm_b *B, int64_t k0, int64_t kc, int64_t n0, int6
             continue;
         }
         int64_t j0 = 0, kv = 0;
-#if defined(__AVX2__)
-        kv = kc / 8 * 8;
-        for (; j0 + 8 <= nr; j0 += 8) {
-            int64_t at = (n0 + p * NR + j0) * B->ld + k0;
-            const void *src = bf16 ? (const void *)((const uint16_t *)B->data + at)
-                                   : (const void *)((const float *)B->data + at);
-            transpose_rows8(src, B->ld, bf16, kv, dst + j0, NR);
+#if CPU_HAVE_X86
+        if (vector) {
+            kv = kc / 8 * 8;
+            for (; j0 + 8 <= nr; j0 += 8) {
+                int64_t at = (n0 + p * NR + j0) * B->ld + k0;
+                const void *src = bf16 ? (const void *)((const uint16_t *)B->data + at)
+                                       : (const void *)((const float *)B->data + at);
+                transpose_rows8(src, B->ld, bf16, kv, dst + j0, NR);
+            }
         }
 #endif
         for (int64_t j = 0; j < nr; j++) {
@@ -122,15 +145,15 @@ static void pack_b(const cpu_gemm_b *B, int64_t k0, int64_t kc, int64_t n0, int6
 }
 
 /* Ap[p][k][MR] for row panels of rows [m0, m0 + mc), columns [k0, k0 + kc); zero padding.
- * Whole panels go through 8 x 8 register transposes (MR is a multiple of 8). */
+ * Whole panels go through 8 x 8 register transposes when MR is a multiple of 8. */
 static void pack_a(const float *A, int64_t lda, int64_t m0, int64_t mc, int64_t k0, int64_t kc,
-                   float *Ap) {
+                   int64_t MR, int vector, float *Ap) {
     for (int64_t p = 0; p * MR < mc; p++) {
         float *dst = Ap + p * kc * MR;
         int64_t mr = min64(MR, mc - p * MR);
         int64_t kv = 0;
-#if defined(__AVX2__)
-        if (mr == MR) {
+#if CPU_HAVE_X86
+        if (vector && mr == MR && MR % 8 == 0) {
             kv = kc / 8 * 8;
             for (int64_t i0 = 0; i0 < MR; i0 += 8)
                 transpose_rows8(A + (m0 + p * MR + i0) * lda + k0, lda, 0, kv, dst + i0, MR);
@@ -149,26 +172,99 @@ static void pack_a(const float *A, int64_t lda, int64_t m0, int64_t mc, int64_t 
     }
 }
 
-/* C[mr, nr] (=|+=) Ap^T Bp over kc: the register tile. */
-static void kernel_tile(int64_t kc, const float *Ap, const float *Bp, float *C, int64_t ldc,
-                        int64_t mr, int64_t nr, int overwrite) {
-#if defined(__AVX512F__)
+/* The tile's accumulators into C: C = acc or C += acc for the mr x nr corner. */
+static void store_tile(const float *acc, int64_t ld_acc, float *C, int64_t ldc, int64_t mr,
+                       int64_t nr, int overwrite) {
+    for (int64_t i = 0; i < mr; i++) {
+        float *c = C + i * ldc;
+        const float *a = acc + i * ld_acc;
+        for (int64_t j = 0; j < nr; j++)
+            c[j] = overwrite ? a[j] : c[j] + a[j];
+    }
+}
+
+/* C[mr, nr] (=|+=) Ap^T Bp over kc, portable: the 8 x 32 tile with fmaf. */
+static void kernel_scalar(int64_t kc, const float *Ap, const float *Bp, float *C, int64_t ldc,
+                          int64_t mr, int64_t nr, int overwrite) {
+    enum { TM = 8, TN = 32 };
+    float acc[TM][TN];
+    memset(acc, 0, sizeof acc);
+    for (int64_t k = 0; k < kc; k++) {
+        const float *b = Bp + k * TN;
+        for (int i = 0; i < TM; i++) {
+            float a = Ap[k * TM + i];
+            for (int j = 0; j < TN; j++)
+                acc[i][j] = fmaf(a, b[j], acc[i][j]);
+        }
+    }
+    store_tile(&acc[0][0], TN, C, ldc, mr, nr, overwrite);
+}
+
+#if CPU_HAVE_X86
+/* The 6 x 16 AVX2 tile. The twelve accumulators are named variables, not an array: GCC keeps
+ * an array of vectors in memory and stores it back on every k step (measured: half the
+ * kernel's time went to those stores). */
+CPU_TARGET_AVX2 static void kernel_avx2(int64_t kc, const float *Ap, const float *Bp, float *C,
+                                        int64_t ldc, int64_t mr, int64_t nr, int overwrite) {
+    enum { TM = 6, TN = 16 };
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    for (int64_t k = 0; k < kc; k++) {
+        const float *a = Ap + k * TM;
+        __m256 b0 = _mm256_load_ps(Bp + k * TN), b1 = _mm256_load_ps(Bp + k * TN + 8), x;
+#define ROW(i)                                                                                \
+    x = _mm256_broadcast_ss(a + i);                                                           \
+    c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0);                                                \
+    c##i##1 = _mm256_fmadd_ps(x, b1, c##i##1);
+        ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5)
+#undef ROW
+    }
+    float tile[TM][TN];
+    float *dst = tile[0];
+    int64_t ld = TN;
+    if (mr == TM && nr == TN && overwrite) { /* a full tile stores straight into C */
+        dst = C;
+        ld = ldc;
+    }
+    _mm256_storeu_ps(dst + 0 * ld, c00), _mm256_storeu_ps(dst + 0 * ld + 8, c01);
+    _mm256_storeu_ps(dst + 1 * ld, c10), _mm256_storeu_ps(dst + 1 * ld + 8, c11);
+    _mm256_storeu_ps(dst + 2 * ld, c20), _mm256_storeu_ps(dst + 2 * ld + 8, c21);
+    _mm256_storeu_ps(dst + 3 * ld, c30), _mm256_storeu_ps(dst + 3 * ld + 8, c31);
+    _mm256_storeu_ps(dst + 4 * ld, c40), _mm256_storeu_ps(dst + 4 * ld + 8, c41);
+    _mm256_storeu_ps(dst + 5 * ld, c50), _mm256_storeu_ps(dst + 5 * ld + 8, c51);
+    if (dst == C)
+        return;
+    if (mr == TM && nr == TN) { /* C += tile, 8 at a time (the same additions as store_tile) */
+        for (int i = 0; i < TM; i++) {
+            float *c = C + i * ldc;
+            _mm256_storeu_ps(c, _mm256_add_ps(_mm256_loadu_ps(c), _mm256_loadu_ps(tile[i])));
+            _mm256_storeu_ps(c + 8, _mm256_add_ps(_mm256_loadu_ps(c + 8), _mm256_loadu_ps(tile[i] + 8)));
+        }
+        return;
+    }
+    store_tile(&tile[0][0], TN, C, ldc, mr, nr, overwrite);
+}
+
+/* The 8 x 32 AVX-512 tile. */
+CPU_TARGET_AVX512 static void kernel_avx512(int64_t kc, const float *Ap, const float *Bp, float *C,
+                                            int64_t ldc, int64_t mr, int64_t nr, int overwrite) {
+    enum { TM = 8, TN = 32 };
     /* The C tile is read (accumulate) or written after the k loop: fetch its lines now so
      * the misses overlap the arithmetic (C of a large matmul lives beyond L2). */
     for (int64_t i = 0; i < mr; i++) {
         _mm_prefetch((const char *)(C + i * ldc), _MM_HINT_T0);
-        _mm_prefetch((const char *)(C + i * ldc + NR - 1), _MM_HINT_T0);
+        _mm_prefetch((const char *)(C + i * ldc + TN - 1), _MM_HINT_T0);
     }
-    __m512 acc[MR][2];
+    __m512 acc[TM][2];
 #pragma GCC unroll 8
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < TM; i++)
         acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     for (int64_t k = 0; k < kc; k++) {
-        __m512 b0 = _mm512_load_ps(Bp + k * NR);
-        __m512 b1 = _mm512_load_ps(Bp + k * NR + 16);
+        __m512 b0 = _mm512_load_ps(Bp + k * TN);
+        __m512 b1 = _mm512_load_ps(Bp + k * TN + 16);
 #pragma GCC unroll 8
-        for (int i = 0; i < MR; i++) {
-            __m512 a = _mm512_set1_ps(Ap[k * MR + i]);
+        for (int i = 0; i < TM; i++) {
+            __m512 a = _mm512_set1_ps(Ap[k * TM + i]);
             acc[i][0] = _mm512_fmadd_ps(a, b0, acc[i][0]);
             acc[i][1] = _mm512_fmadd_ps(a, b1, acc[i][1]);
         }
@@ -187,42 +283,39 @@ static void kernel_tile(int64_t kc, const float *Ap, const float *Bp, float *C, 
             _mm512_mask_storeu_ps(c + 16, m1, _mm512_add_ps(c1, acc[i][1]));
         }
     }
-#else
-    float acc[MR][NR];
-    memset(acc, 0, sizeof acc);
-    for (int64_t k = 0; k < kc; k++) {
-        const float *b = Bp + k * NR;
-        for (int i = 0; i < MR; i++) {
-            float a = Ap[k * MR + i];
-            for (int j = 0; j < NR; j++)
-                acc[i][j] = fmaf(a, b[j], acc[i][j]);
-        }
-    }
-    for (int64_t i = 0; i < mr; i++) {
-        float *c = C + i * ldc;
-        for (int64_t j = 0; j < nr; j++)
-            c[j] = overwrite ? acc[i][j] : c[j] + acc[i][j];
-    }
-#endif
 }
+#endif
+
+typedef void (*kernel_fn)(int64_t kc, const float *Ap, const float *Bp, float *C, int64_t ldc,
+                          int64_t mr, int64_t nr, int overwrite);
 
 void cpu_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const cpu_gemm_b *B,
               const float *bias, float *C, int64_t ldc, int accumulate, float *pack) {
+    const cpu_isa isa = cpu_isa_active();
+    const gemm_shape sh = SHAPES[isa];
+    kernel_fn kernel = kernel_scalar;
+#if CPU_HAVE_X86
+    if (isa == CPU_ISA_AVX512)
+        kernel = kernel_avx512;
+    else if (isa == CPU_ISA_AVX2)
+        kernel = kernel_avx2;
+#endif
+    const int vector = isa != CPU_ISA_SCALAR;
     float *Ap = pack;
-    float *Bp = pack + (size_t)MC * KC;
+    float *Bp = pack + (size_t)MC_MAX * KC;
     for (int64_t jc = 0; jc < N; jc += NC) {
         int64_t nc = min64(NC, N - jc);
         for (int64_t pc = 0; pc < K; pc += KC) {
             int64_t kc = min64(KC, K - pc);
             int overwrite = pc == 0 && !accumulate;
-            pack_b(B, pc, kc, jc, nc, Bp);
-            for (int64_t ic = 0; ic < M; ic += MC) {
-                int64_t mc = min64(MC, M - ic);
-                pack_a(A, lda, ic, mc, pc, kc, Ap);
-                for (int64_t jr = 0; jr < nc; jr += NR) {
-                    for (int64_t ir = 0; ir < mc; ir += MR) {
-                        kernel_tile(kc, Ap + ir * kc, Bp + jr * kc, C + (ic + ir) * ldc + jc + jr,
-                                    ldc, min64(MR, mc - ir), min64(NR, nc - jr), overwrite);
+            pack_b(B, pc, kc, jc, nc, sh.nr, vector, Bp);
+            for (int64_t ic = 0; ic < M; ic += sh.mc) {
+                int64_t mc = min64(sh.mc, M - ic);
+                pack_a(A, lda, ic, mc, pc, kc, sh.mr, vector, Ap);
+                for (int64_t jr = 0; jr < nc; jr += sh.nr) {
+                    for (int64_t ir = 0; ir < mc; ir += sh.mr) {
+                        kernel(kc, Ap + ir * kc, Bp + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc,
+                               min64(sh.mr, mc - ir), min64(sh.nr, nc - jr), overwrite);
                     }
                 }
             }

@@ -7,11 +7,12 @@
  *
  * BLIS-style: B is packed per (KC x NC) block into NR-wide fp32 panels (BF16 converted while
  * packing), A per (MC x KC) block into MR-tall panels, and an MR x NR register-tile kernel
- * (AVX-512 FMA when available, portable fmaf loops otherwise) does the arithmetic.
+ * does the arithmetic: AVX-512 8 x 32, AVX2 6 x 16 or portable fmaf 8 x 32 (cpu_isa.h picks).
  *
  * Determinism: every C element is the same sequence of fused multiply-adds over k (in KC
- * blocks, ascending), whatever M, the row's position or the thread split, so a row's result
- * does not depend on what else is in the batch.
+ * blocks, ascending), whatever M, the row's position, the thread split or the instruction
+ * set, so a row's result does not depend on what else is in the batch, and every build and
+ * CPU computes the same bits.
  */
 #ifndef CLEF_BACKEND_CPU_GEMM_H
 #define CLEF_BACKEND_CPU_GEMM_H
@@ -21,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* MR, NR: the granularity callers split rows and columns between threads by (the largest
+ * tile); MC: the A packing area's rows (every instruction set's row block fits). */
 #define CPU_GEMM_MR 8
 #define CPU_GEMM_NR 32
 #define CPU_GEMM_MC 256

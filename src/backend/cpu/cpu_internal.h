@@ -38,6 +38,10 @@ void cpu_get_rows(clef_backend *be, const clef_matrix *e, int64_t n, const int32
 
 /* cpu_weights.c: the weight formats the CPU runs and their prepare step */
 int cpu_supports_format(clef_backend *be, clef_wtype t);
+/* cpu_matmul of an NF4 / FP8 / INT8 ConvRot matrix (cpu_quant_matmul.c, src/quant kernels). */
+void cpu_quant_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx,
+                      const clef_matrix *w, const float *bias, float *y, int64_t ldy,
+                      int accumulate);
 size_t cpu_prepared_size(clef_backend *be, const clef_matrix *w);
 int cpu_prepare_matrix(clef_backend *be, const clef_matrix *w, void *dst, clef_matrix *out);
 size_t cpu_matmul_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w);
@@ -56,6 +60,7 @@ float cpu_silu(float x);
 float cpu_sigmoid(float x);
 float cpu_softplus(float x);
 void cpu_silu_n(int64_t n, const float *x, float *y); /* vectorised; same values as cpu_silu */
+void cpu_exp_n(int64_t n, const float *x, float *y);  /* vectorised; same values as cpu_exp1 */
 void cpu_softmax(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_t ldx);
 void cpu_softmax_row(float *x, int64_t n);
 void cpu_unary(clef_backend *be, clef_unary_op op, int64_t n, const float *x, float *y);

@@ -16,6 +16,10 @@
 
 void cpu_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
                 const float *bias, float *y, int64_t ldy, int accumulate, void *scratch) {
+    if (w->quant) { /* NF4, FP8, INT8 ConvRot: their own arithmetic (cpu_quant_matmul.c) */
+        cpu_quant_matmul(be, T, x, ldx, w, bias, y, ldy, accumulate);
+        return;
+    }
     CLEF_ASSERT(w->type == CLEF_WTYPE_F32 || w->type == CLEF_WTYPE_BF16);
     const int64_t N = w->rows, K = w->cols;
     const cpu_gemm_b B = {.type = w->type, .layout = CPU_GEMM_B_NK, .data = w->data, .ld = w->ld};

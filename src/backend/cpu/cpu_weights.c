@@ -6,7 +6,8 @@
  * Formats: F32 and BF16 run as stored (the GEMM converts BF16 while packing). F16 is
  * prepared into F32 at load (exact: every half is a float), so every op that reads weights
  * sees F32; it costs twice the memory of the stored F16, until the GEMM packs F16 itself.
- * The quantized formats are not run by this backend yet (src/quant/ brings them).
+ * The quantized formats (NF4, FP8, INT8 ConvRot) run as stored, by cpu_quant_matmul.c on
+ * src/quant's kernels; they are matmul-only (never embeddings).
  *
  * The prepare step is also where a pre-packed GEMM layout belongs (packing at load instead
  * of per forward): prepared_size says how much memory the prepared form needs, and
@@ -19,7 +20,8 @@
 
 int cpu_supports_format(clef_backend *be, clef_wtype t) {
     (void)be;
-    return t == CLEF_WTYPE_F32 || t == CLEF_WTYPE_BF16 || t == CLEF_WTYPE_F16;
+    return t == CLEF_WTYPE_F32 || t == CLEF_WTYPE_BF16 || t == CLEF_WTYPE_F16 ||
+           t == CLEF_WTYPE_NF4 || t == CLEF_WTYPE_FP8_E4M3 || t == CLEF_WTYPE_INT8_CONVROT;
 }
 
 size_t cpu_prepared_size(clef_backend *be, const clef_matrix *w) {

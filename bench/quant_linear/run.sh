@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# run.sh — bench/quant_linear: one quantized linear per format, src/quant's CPU kernels vs the
+# libraries' own CPU paths (bitsandbytes Linear4bit, compressed-tensors FP8_DYNAMIC forward,
+# comfy-kitchen eager int8_linear) and torch's bf16 / fp32 F.linear, in one run, same shape,
+# same thread count. Default shape: an MLP up projection of the mid-size config (hidden 1024,
+# MLP 3584) over 1025 tokens. Each side: 1 warm-up, median of RUNS (wall ms and CPU seconds of
+# all threads — steadier than wall time when other jobs share the machine). Ours includes the
+# per-token activation quantization; the libraries run bf16 activations, we run fp32.
+#   bench/quant_linear/run.sh [N=3584] [K=1024] [T=1025] [RUNS=5] [THREADS=nproc] [BUILD=build]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+N=${1:-3584}; K=${2:-1024}; T=${3:-1025}; RUNS=${4:-5}; THREADS=${5:-$(nproc)}; BUILD=${6:-build}
+PY=${PYTHON:-python3}
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$BUILD" -j"$(nproc)" --target bench_quant_linear >/dev/null
+ours=$("$BUILD/bench/quant_linear/bench_quant_linear" "$N" "$K" "$T" "$RUNS" "$THREADS")
+peer=$("$PY" bench/quant_linear/peer.py "$N" "$K" "$T" "$RUNS" "$THREADS" 2>/dev/null | grep '^{')
+"$PY" - "$N" "$K" "$T" "$RUNS" "$THREADS" "$ours" "$peer" <<'PYEOF'
+import json, sys
+N, K, T, runs, threads = sys.argv[1:6]
+ours = {r["format"]: r for r in map(json.loads, sys.argv[6].splitlines())}
+peer = {r["format"]: r for r in map(json.loads, sys.argv[7].splitlines())}
+print(f"quant_linear: y = x W^T, N {N} x K {K}, {T} tokens, {threads} threads, median of {runs} (warm-up excluded)")
+print(f"| {'format':<8} | {'clef (src/quant)':<22} | {'ms':>8} | {'CPU s':>6} | {'library CPU path':<38} | {'ms':>8} | {'CPU s':>6} | {'speed (wall)':>12} | {'speed (CPU)':>11} |")
+print(f"|{'-'*10}|{'-'*24}|{'-'*10}|{'-'*8}|{'-'*40}|{'-'*10}|{'-'*8}|{'-'*14}|{'-'*13}|")
+rows = (("nf4", "NF4 panel fmaf", "nf4", "bitsandbytes Linear4bit (bf16)"),
+        ("fp8", "FP8 W8A8", "fp8", "compressed-tensors FP8_DYNAMIC (bf16)"),
+        ("fp8_qdq", "FP8 QDQ", "fp8", "compressed-tensors FP8_DYNAMIC (bf16)"),
+        ("int8", "INT8 ConvRot int32", "int8", "comfy-kitchen eager int8_linear"))
+for key, name, pkey, pname in rows:
+    o, p = ours[key], peer[pkey]
+    print(f"| {key:<8} | {name:<22} | {o['ms']:8.1f} | {o['cpu_s']:6.2f} | {pname:<38} | {p['ms']:8.1f} | {p['cpu_s']:6.2f} | {p['ms']/o['ms']:11.2f}x | {p['cpu_s']/o['cpu_s']:10.2f}x |")
+for key, pname in (("bf16", "torch F.linear bf16"), ("fp32", "torch F.linear fp32")):
+    p = peer[key]
+    print(f"| {key:<8} | {'-':<22} | {'':>8} | {'':>6} | {pname:<38} | {p['ms']:8.1f} | {p['cpu_s']:6.2f} | {'':>12} | {'':>11} |")
+print(json.dumps({"N": int(N), "K": int(K), "T": int(T), "threads": int(threads), "clef": ours, "peer": peer}))
+PYEOF

@@ -1,0 +1,64 @@
+/*
+ * cpu_isa.c — the CPU kernels' instruction-set choice (see cpu_isa.h): cpuid once, capped by
+ * what the build allows and by a process-wide limit for tests.
+ */
+#include "backend/cpu/cpu_isa.h"
+
+#include <stdatomic.h>
+
+static atomic_int isa_limit = CPU_ISA_AVX512;
+static atomic_int isa_best = -1; /* -1: not probed yet */
+
+/* What the compile flags allow when the build does not dispatch at run time. */
+static cpu_isa build_allows(void) {
+#if defined(CLEF_CPU_DISPATCH)
+    return CPU_ISA_AVX512;
+#elif defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && defined(__AVX512BW__)
+    return CPU_ISA_AVX512;
+#elif defined(__AVX2__) && defined(__FMA__)
+    return CPU_ISA_AVX2;
+#else
+    return CPU_ISA_SCALAR;
+#endif
+}
+
+static cpu_isa probe(void) {
+    cpu_isa cpu = CPU_ISA_SCALAR;
+#if CPU_HAVE_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        cpu = CPU_ISA_AVX2;
+    if (cpu == CPU_ISA_AVX2 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512bw"))
+        cpu = CPU_ISA_AVX512;
+#endif
+    cpu_isa build = build_allows();
+    return cpu < build ? cpu : build;
+}
+
+cpu_isa cpu_isa_best(void) {
+    int best = atomic_load_explicit(&isa_best, memory_order_relaxed);
+    if (best < 0) {
+        best = (int)probe(); /* idempotent: racing first calls store the same value */
+        atomic_store_explicit(&isa_best, best, memory_order_relaxed);
+    }
+    return (cpu_isa)best;
+}
+
+cpu_isa cpu_isa_active(void) {
+    int best = (int)cpu_isa_best(), limit = atomic_load_explicit(&isa_limit, memory_order_relaxed);
+    return (cpu_isa)(best < limit ? best : limit);
+}
+
+cpu_isa cpu_isa_set_limit(cpu_isa cap) {
+    return (cpu_isa)atomic_exchange(&isa_limit, (int)cap);
+}
+
+const char *cpu_isa_name(cpu_isa isa) {
+    switch (isa) {
+    case CPU_ISA_AVX512: return "avx512";
+    case CPU_ISA_AVX2: return "avx2";
+    default: return "scalar";
+    }
+}

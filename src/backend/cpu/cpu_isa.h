@@ -1,0 +1,41 @@
+/*
+ * cpu_isa.h — which instruction set the CPU kernels run: AVX-512, AVX2 + FMA, or portable C.
+ *
+ * Every kernel that has vector paths (the GEMM register tile and its packing, the vector exp
+ * behind SiLU / sigmoid / exp) compiles all of them into every build, each in a function with
+ * a target attribute, and picks one per call from cpu_isa_active(): the best level that the
+ * CPU supports (cpuid, once) and the build allows. A native build (CLEF_NATIVE=ON, or any
+ * build without CLEF_CPU_DISPATCH) allows what its compile flags enable, so -march=x86-64-v3
+ * runs the AVX2 path even on an AVX-512 machine; a portable build (CLEF_NATIVE=OFF defines
+ * CLEF_CPU_DISPATCH) allows everything, so one x86-64 binary uses AVX2 or AVX-512 where present.
+ *
+ * The paths compute the same function bit for bit (same operations in the same order, fused
+ * multiply-adds written out in all of them, -ffp-contract=off): the level changes speed, never
+ * a result. test_backbone_cpu_ops checks that by running each level the machine has.
+ */
+#ifndef CLEF_BACKEND_CPU_ISA_H
+#define CLEF_BACKEND_CPU_ISA_H
+
+typedef enum cpu_isa { CPU_ISA_SCALAR = 0, CPU_ISA_AVX2 = 1, CPU_ISA_AVX512 = 2 } cpu_isa;
+
+#if defined(__x86_64__) || defined(__i386__)
+#define CPU_HAVE_X86 1
+#define CPU_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define CPU_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma")))
+#else
+#define CPU_HAVE_X86 0
+#endif
+
+/* The level the kernels use now: min(cpu, build, limit). Cheap (one relaxed atomic load). */
+cpu_isa cpu_isa_active(void);
+
+/* The best level this build may use on this CPU (ignores the limit). */
+cpu_isa cpu_isa_best(void);
+
+/* Caps the active level (tests and benches run the lower paths on a better CPU; the cap is
+ * process-wide, so set it only while no op runs). Returns the previous cap. */
+cpu_isa cpu_isa_set_limit(cpu_isa cap);
+
+const char *cpu_isa_name(cpu_isa isa);
+
+#endif /* CLEF_BACKEND_CPU_ISA_H */

@@ -1,0 +1,114 @@
+/*
+ * cpu_quant_matmul.c — the CPU backend's matmul for the quantized weight formats (NF4, FP8,
+ * INT8 ConvRot), on the kernels of src/quant/quant_matmul.h, each in its format's own
+ * arithmetic (docs/quant.md):
+ *   NF4   weight rows decoded block by block into a per-thread panel (bit-exact bf16 values),
+ *         fp32 fused multiply-adds — the weights stay 4-bit in memory;
+ *   FP8   the activations quantized per token as compressed-tensors does (fp32), then its
+ *         QDQ forward: fp32(q_x s_t) x fp32(q_w s_w), fp32 accumulation — what transformers +
+ *         compressed-tensors compute on an fp32 model;
+ *   INT8  the activations rotated and quantized per token, int32 dot products,
+ *         float(acc) * (s_t * s_w) — comfy-kitchen's eager int8 linear. The rotation is the
+ *         dense product in torch's summation order (clef_hadamard256_torch_f32), not the
+ *         butterfly: a rotated value one fp32 bit off can move a code by a step, which the
+ *         whole-backbone test saw (9.6e-4 relative L2 with the butterfly, 1.6e-7 without).
+ * Threads split the output features in whole panels, so every output is computed by the same
+ * sequence whatever the thread count or the batch.
+ *
+ * Scratch: the quantized activations (T x K bytes + T scales) and one panel per thread
+ * (CLEF_QMM_NR x K floats) are allocated per call — a bounded, short-lived buffer until the
+ * workspace plan covers these formats (cpu_matmul_workspace_size does not include it yet).
+ */
+#include "backend/cpu/cpu_internal.h"
+
+#include "core/error.h"
+#include "quant/fp8.h"
+#include "quant/int8_convrot.h"
+#include "quant/quant_matmul.h"
+
+#include <omp.h>
+#include <stdlib.h>
+
+static clef_nf4_desc nf4_desc_of(const clef_matrix *w) {
+    const clef_quant_nf4 *q = &w->quant->u.nf4;
+    /* the descriptor describes the stored tensor: count its elements from the first row of
+     * this matrix on; blocks are numbered in the stored tensor (weight_format.h) */
+    int64_t stored_rows = w->quant_row0 + w->rows;
+    return (clef_nf4_desc){
+        .n_elements = stored_rows * w->cols,
+        .blocksize = q->block,
+        .quant_map = q->code,
+        .absmax_code = q->absmax_q,
+        .nested_quant_map = q->nested_code,
+        .nested_absmax = q->nested_absmax,
+        .nested_blocksize = q->nested_block,
+        .nested_offset = q->nested_offset,
+        .absmax = q->absmax_f32,
+    };
+}
+
+void cpu_quant_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx,
+                      const clef_matrix *w, const float *bias, float *y, int64_t ldy,
+                      int accumulate) {
+    const int64_t N = w->rows, K = w->cols, row0 = w->quant_row0;
+    CLEF_ASSERT(w->quant && w->ld == K);
+    const int64_t n_panels = (N + CLEF_QMM_NR - 1) / CLEF_QMM_NR;
+    int nth = be->n_threads < n_panels ? be->n_threads : (int)n_panels;
+    if (nth < 1)
+        nth = 1;
+    size_t panel_floats = clef_qmm_panel_floats(K);
+    size_t bytes = sizeof(float) * (panel_floats * (size_t)nth + (size_t)T + (size_t)K * nth) +
+                   (size_t)(T * K);
+    float *scratch = malloc(bytes);
+    CLEF_ASSERT(scratch); /* out of memory in an op: no status to return here */
+    float *panels = scratch;
+    float *sx = panels + panel_floats * (size_t)nth;
+    float *rot = sx + T;
+    void *qx = rot + (size_t)K * nth;
+
+    if (w->type == CLEF_WTYPE_FP8_E4M3) {
+#pragma omp parallel for num_threads(be->n_threads) schedule(static)
+        for (int64_t t = 0; t < T; t++)
+            clef_fp8_quantize_tokens(x + t * ldx, ldx, 1, K, CLEF_QUANT_ACT_F32,
+                                     (uint8_t *)qx + t * K, sx + t);
+    } else if (w->type == CLEF_WTYPE_INT8_CONVROT) {
+        CLEF_ASSERT(w->quant->u.int8_convrot.rotation_group == 256 &&
+                    !w->quant->u.int8_convrot.input_scale);
+#pragma omp parallel for num_threads(nth) schedule(static)
+        for (int64_t t = 0; t < T; t++)
+            clef_convrot_quantize_tokens(x + t * ldx, ldx, 1, K, CLEF_QUANT_ACT_F32,
+                                         (int8_t *)qx + t * K, sx + t,
+                                         rot + (size_t)omp_get_thread_num() * K);
+    }
+    const clef_nf4_desc nf4 = w->type == CLEF_WTYPE_NF4 ? nf4_desc_of(w) : (clef_nf4_desc){0};
+#pragma omp parallel num_threads(nth)
+    {
+        int tid = omp_get_thread_num(), n = omp_get_num_threads();
+        int64_t p0 = n_panels * tid / n, p1 = n_panels * (tid + 1) / n;
+        int64_t n0 = p0 * CLEF_QMM_NR, n1 = p1 * CLEF_QMM_NR < N ? p1 * CLEF_QMM_NR : N;
+        float *panel = panels + panel_floats * (size_t)tid;
+        if (n1 > n0) {
+            switch (w->type) {
+            case CLEF_WTYPE_NF4: {
+                /* blocks are numbered in the stored tensor: hand the kernel its start (the
+                 * slice's data moved by row0 rows of K / 2 bytes, K a multiple of 64) */
+                const uint8_t *stored = (const uint8_t *)w->data - row0 * (K / 2);
+                clef_nf4_matmul_rows(&nf4, stored, row0, K, n0, n1, T, x, ldx, bias, y, ldy,
+                                     accumulate, panel);
+                break;
+            }
+            case CLEF_WTYPE_FP8_E4M3:
+                clef_fp8_matmul_rows_qdq(w->data, w->quant->u.fp8.weight_scale + row0, K, n0, n1,
+                                         T, qx, sx, bias, y, ldy, accumulate, panel);
+                break;
+            case CLEF_WTYPE_INT8_CONVROT:
+                clef_int8_matmul_rows(w->data, w->quant->u.int8_convrot.weight_scale + row0, K,
+                                      n0, n1, T, qx, sx, bias, y, ldy, accumulate);
+                break;
+            default:
+                CLEF_ASSERT(0);
+            }
+        }
+    }
+    free(scratch);
+}

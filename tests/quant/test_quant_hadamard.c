@@ -1,0 +1,104 @@
+/*
+ * test_quant_hadamard.c — the ConvRot rotation's two forms and the e4m3 encoder, checked
+ * against their definitions:
+ *  - clef_hadamard256_torch_f32 against H256 built from its definition (the Kronecker power
+ *    of H4 over 16) in double: the products are exact, so the fp32 sums may differ from the
+ *    double result only by fp32 accumulation error, |err| <= gamma_256 sum |x| / 16;
+ *  - the butterfly (clef_fht256_f32) against the same double product: an output is built by
+ *    4 stages of 3 fp32 additions (the halvings are exact), and every intermediate is a signed
+ *    sum of inputs times 2^-stage, so |intermediate| <= sum |x| and |err| <= gamma_12 sum |x|;
+ *  - H256 is orthogonal and symmetric: the butterfly applied twice returns x (same bound x 2);
+ *  - clef_f32_to_fp8e4m3 inverts clef_fp8e4m3_to_f32 on every finite code, rounds each
+ *    midpoint between neighbouring codes to the even one, and gives NaN from 480 up (torch's
+ *    cast; the codes of compressed-tensors' quantizer are checked bit for bit against the
+ *    library in test_quant_linear).
+ * (comfy-kitchen's own rotation is checked through the bit-identical weight decode of
+ * test_quant_dequant.)
+ */
+#include "test.h"
+
+#include "core/numeric.h"
+#include "quant/fp8.h"
+#include "quant/hadamard.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+static const int H4[4][4] = {{1, 1, 1, -1}, {1, 1, -1, 1}, {1, -1, 1, 1}, {-1, 1, 1, 1}};
+
+static double h256(int k, int j) {
+    double v = 1.0;
+    for (int d = 0; d < 4; d++, k >>= 2, j >>= 2)
+        v *= H4[k & 3][j & 3];
+    return v / 16.0;
+}
+
+static double gamma_n(int n) {
+    double nu = n * ldexp(1.0, -24);
+    return nu / (1 - nu);
+}
+
+static void check_rotation(unsigned seed) {
+    srand(seed);
+    float x[256], dense[256], fly[256], twice[256];
+    double abs_sum = 0;
+    for (int k = 0; k < 256; k++) {
+        x[k] = (float)((rand() / (double)RAND_MAX - 0.5) * ldexp(1.0, rand() % 40 - 20));
+        abs_sum += fabs(x[k]);
+        fly[k] = x[k];
+    }
+    clef_hadamard256_torch_f32(x, dense);
+    clef_fht256_f32(fly);
+    for (int k = 0; k < 256; k++)
+        twice[k] = fly[k];
+    clef_fht256_f32(twice);
+    int bad_dense = 0, bad_fly = 0, bad_twice = 0;
+    for (int j = 0; j < 256; j++) {
+        double exact = 0;
+        for (int k = 0; k < 256; k++)
+            exact += x[k] * h256(k, j);
+        bad_dense += fabs(dense[j] - exact) > gamma_n(256) * abs_sum / 16;
+        bad_fly += fabs(fly[j] - exact) > gamma_n(12) * abs_sum;
+        bad_twice += fabs(twice[j] - x[j]) > 2 * gamma_n(12) * abs_sum;
+    }
+    CHECK_MSG(bad_dense == 0, "seed %u: dense rotation off in %d outputs", seed, bad_dense);
+    CHECK_MSG(bad_fly == 0, "seed %u: butterfly off in %d outputs", seed, bad_fly);
+    CHECK_MSG(bad_twice == 0, "seed %u: butterfly twice is not the identity in %d", seed,
+              bad_twice);
+}
+
+static void check_fp8_encode(void) {
+    int bad_roundtrip = 0, bad_mid = 0;
+    for (int c = 0; c < 256; c++) {
+        float v = clef_fp8e4m3_to_f32((uint8_t)c);
+        if (isnan(v))
+            continue;
+        uint8_t back = clef_f32_to_fp8e4m3(v);
+        /* -0.0 encodes to 0x80, +0 to 0x00: the sign is kept */
+        bad_roundtrip += back != c;
+        /* the midpoint to the next code up in magnitude rounds to the even code of the two */
+        if ((c & 0x7f) < 0x7e) {
+            float next = clef_fp8e4m3_to_f32((uint8_t)(c + 1));
+            float mid = (v + next) / 2; /* exact in fp32 */
+            uint8_t even = (c & 1) ? (uint8_t)(c + 1) : (uint8_t)c;
+            bad_mid += clef_f32_to_fp8e4m3(mid) != even;
+        }
+    }
+    CHECK_MSG(bad_roundtrip == 0, "%d finite codes do not round-trip", bad_roundtrip);
+    CHECK_MSG(bad_mid == 0, "%d midpoints not rounded to even", bad_mid);
+    CHECK_EQ_INT(clef_f32_to_fp8e4m3(448.0f), 0x7e);
+    CHECK_EQ_INT(clef_f32_to_fp8e4m3(464.0f), 0x7e);   /* tie between 448 and 480: even */
+    CHECK_EQ_INT(clef_f32_to_fp8e4m3(470.0f), 0x7f);   /* rounds to 480: NaN */
+    CHECK_EQ_INT(clef_f32_to_fp8e4m3(-1e6f), 0xff);
+    CHECK_EQ_INT(clef_f32_to_fp8e4m3(NAN) & 0x7f, 0x7f);
+    CHECK_EQ_INT(clef_f32_to_fp8e4m3(ldexpf(1.0f, -10)), 0x00); /* half the smallest: to 0 */
+    CHECK_EQ_INT(clef_f32_to_fp8e4m3(ldexpf(3.0f, -10)), 0x02); /* 1.5 steps: even, 2 */
+}
+
+int main(void) {
+    for (unsigned seed = 1; seed <= 20; seed++)
+        check_rotation(seed);
+    check_fp8_encode();
+    return test_summary();
+}

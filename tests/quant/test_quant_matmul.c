@@ -1,0 +1,174 @@
+/*
+ * test_quant_matmul.c — the row-range CPU kernels of src/quant/quant_matmul.c against the
+ * reference kernels (whose outputs test_quant_linear holds against the libraries), on every
+ * quantized linear of the three fixture releases, with 9 tokens (a partial register block),
+ * strided x and y, a bias, accumulate on and off, and the output features split in two
+ * ranges the way a backend splits them between threads:
+ *  - NF4 and FP8 (W8A8 and QDQ): bit-identical to clef_nf4_gemm_ref / clef_fp8_gemm_ref /
+ *    clef_fp8_gemm_qdq_ref (same fused multiply-add chain per output) plus bias, plus y when
+ *    accumulating;
+ *  - INT8: the butterfly quantizer against the reference (torch-order dense rotation). Both
+ *    rotations are within their fp32 error bounds of the exact product (test_quant_hadamard):
+ *    gamma_12 A and gamma_256 A / 16 for an output of a group with sum |x| = A. So the two
+ *    amax differ by at most (gamma_12 + gamma_256 / 16) A_max, the scales by that / 127 plus
+ *    a rounding of each division; a perturbation that small moves a code by at most one step
+ *    (where r / s sits next to a rounding midpoint) — checked: |dq| <= 1, scales in bound;
+ *    the int32 kernel with the reference's codes bit-identical to clef_int8_gemm_ref.
+ */
+#include "quant_fixture.h"
+#include "test.h"
+
+#include "quant/quant_matmul.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define T_TOKENS 9
+#define PAD 3
+
+static uint32_t lcg_state = 12345;
+static float lcg_normalish(void) {
+    float s = 0;
+    for (int i = 0; i < 4; i++) {
+        lcg_state = lcg_state * 1664525u + 1013904223u;
+        s += (float)(lcg_state >> 8) / (float)(1u << 24) - 0.5f;
+    }
+    return s;
+}
+
+/* expected = (accumulate ? y0 : 0) + (ref + bias) in the kernels' order */
+static int compare(const float *ref, const float *bias, const float *y0, const float *y,
+                   int64_t T, int64_t N, int64_t ldy, int accumulate) {
+    int bad = 0;
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t n = 0; n < N; n++) {
+            float v = ref[t * N + n] + bias[n];
+            float e = accumulate ? y0[t * ldy + n] + v : v;
+            bad += memcmp(&e, &y[t * ldy + n], sizeof e) != 0;
+        }
+    return bad;
+}
+
+static void check_linear(const qf_case *c, const char *name, const qf_linear *w) {
+    int64_t N = w->N, K = w->K, T = T_TOKENS, ldx = K + PAD, ldy = N + PAD;
+    float *x = malloc(sizeof(float) * (size_t)(T * ldx));
+    float *xd = malloc(sizeof(float) * (size_t)(T * K));
+    float *bias = malloc(sizeof(float) * (size_t)N);
+    float *y0 = malloc(sizeof(float) * (size_t)(T * ldy));
+    float *y = malloc(sizeof(float) * (size_t)(T * ldy));
+    float *ref = malloc(sizeof(float) * (size_t)(T * N));
+    float *ref_qdq = malloc(sizeof(float) * (size_t)(T * N));
+    float *panel = malloc(sizeof(float) * clef_qmm_panel_floats(K));
+    for (int64_t i = 0; i < T * ldx; i++)
+        x[i] = lcg_normalish() * (i % 7 == 0 ? 8.0f : 1.0f);
+    for (int64_t t = 0; t < T; t++)
+        memcpy(xd + t * K, x + t * ldx, sizeof(float) * (size_t)K);
+    for (int64_t n = 0; n < N; n++)
+        bias[n] = lcg_normalish();
+    for (int64_t i = 0; i < T * ldy; i++)
+        y0[i] = lcg_normalish();
+    int64_t mid = N / 3; /* two thread ranges, the first not a multiple of the panel width */
+
+    uint8_t *q8 = malloc((size_t)(T * K));
+    int8_t *qi = malloc((size_t)(T * K)), *qi_fast = malloc((size_t)(T * K));
+    float *sx = malloc(sizeof(float) * (size_t)T), *sx_fast = malloc(sizeof(float) * (size_t)T);
+    float *rot = malloc(sizeof(float) * (size_t)K);
+    if (c->precision == QF_NF4) {
+        clef_nf4_gemm_ref(&w->nf4, w->data, N, K, xd, T, CLEF_QUANT_ACT_F32, ref, panel);
+    } else if (c->precision == QF_FP8) {
+        clef_fp8_quantize_tokens(x, ldx, T, K, CLEF_QUANT_ACT_F32, q8, sx);
+        clef_fp8_gemm_ref(w->data, w->scale, N, K, q8, sx, T, ref);
+        clef_fp8_gemm_qdq_ref(w->data, w->scale, N, K, q8, sx, T, CLEF_QUANT_ACT_F32, ref_qdq);
+    } else {
+        clef_convrot_quantize_tokens(x, ldx, T, K, CLEF_QUANT_ACT_F32, qi, sx, rot);
+        clef_convrot_quantize_tokens_fast(x, ldx, T, K, qi_fast, sx_fast, rot);
+        int moved = 0, far = 0, scale_off = 0;
+        for (int64_t i = 0; i < T * K; i++) {
+            moved += qi[i] != qi_fast[i];
+            far += abs(qi[i] - qi_fast[i]) > 1;
+        }
+        double g12 = 12 * ldexp(1.0, -24) / (1 - 12 * ldexp(1.0, -24));
+        double g256 = 256 * ldexp(1.0, -24) / (1 - 256 * ldexp(1.0, -24));
+        for (int64_t t = 0; t < T; t++) {
+            double a_max = 0;
+            for (int64_t g = 0; g < K; g += 256) {
+                double a = 0;
+                for (int64_t k = g; k < g + 256; k++)
+                    a += fabs(x[t * ldx + k]);
+                a_max = a > a_max ? a : a_max;
+            }
+            double bound = (g12 + g256 / 16) * a_max / 127 + 2 * ldexp(sx[t], -23);
+            scale_off += fabs((double)sx[t] - sx_fast[t]) > bound;
+        }
+        printf("%s: butterfly moved %d of %lld codes by one step\n", name, moved,
+               (long long)(T * K));
+        CHECK_MSG(far == 0 && scale_off == 0,
+                  "%s: butterfly quantizer: %d codes moved (%d by more than 1), %d scales off",
+                  name, moved, far, scale_off);
+        clef_int8_gemm_ref(w->data, w->scale, N, K, qi, sx, T, ref);
+    }
+    for (int variant = 0; variant < (c->precision == QF_FP8 ? 4 : 2); variant++) {
+        int accumulate = variant & 1, qdq = variant >> 1;
+        memcpy(y, y0, sizeof(float) * (size_t)(T * ldy));
+        for (int part = 0; part < 2; part++) {
+            int64_t n0 = part ? mid : 0, n1 = part ? N : mid;
+            if (qdq)
+                clef_fp8_matmul_rows_qdq(w->data, w->scale, K, n0, n1, T, q8, sx, bias, y, ldy,
+                                         accumulate, panel);
+            else if (c->precision == QF_NF4)
+                clef_nf4_matmul_rows(&w->nf4, w->data, 0, K, n0, n1, T, x, ldx, bias, y, ldy,
+                                     accumulate, panel);
+            else if (c->precision == QF_FP8)
+                clef_fp8_matmul_rows(w->data, w->scale, K, n0, n1, T, q8, sx, bias, y, ldy,
+                                     accumulate, panel);
+            else
+                clef_int8_matmul_rows(w->data, w->scale, K, n0, n1, T, qi, sx, bias, y, ldy,
+                                      accumulate);
+        }
+        int bad = compare(qdq ? ref_qdq : ref, bias, y0, y, T, N, ldy, accumulate);
+        CHECK_MSG(bad == 0, "%s %s accumulate=%d qdq=%d: %d outputs differ from the reference",
+                  c->name, name, accumulate, qdq, bad);
+        /* the padding between rows is never written */
+        int touched = 0;
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t p = N; p < ldy; p++)
+                touched += memcmp(&y[t * ldy + p], &y0[t * ldy + p], sizeof(float)) != 0;
+        CHECK_MSG(touched == 0, "%s %s: %d padding values written", c->name, name, touched);
+    }
+    free(x), free(xd), free(bias), free(y0), free(y), free(ref), free(ref_qdq), free(panel);
+    free(q8), free(qi), free(qi_fast), free(sx), free(sx_fast), free(rot);
+}
+
+static void check_precision(qf_precision p) {
+    qf_case c;
+    if (qf_open(&c, p) != 0) {
+        CHECK_MSG(0, "cannot open the fixture release or its oracle");
+        return;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < clef_release_tensor_count(c.rel); i++) {
+        const clef_tensor_info *t = clef_release_tensor_at(c.rel, i);
+        if (!qf_is_quantized(&c, t))
+            continue;
+        qf_linear w;
+        if (qf_linear_load(&c, t->name, &w) != 0) {
+            CHECK_MSG(0, "%s: cannot read %s", c.name, t->name);
+        } else {
+            check_linear(&c, t->name, &w);
+            n++;
+        }
+        qf_linear_free(&w);
+    }
+    CHECK_MSG(n > 0, "%s: no quantized linear", c.name);
+    printf("%s: %zu linears checked\n", c.name, n);
+    qf_close(&c);
+}
+
+int main(void) {
+    check_precision(QF_NF4);
+    check_precision(QF_FP8);
+    check_precision(QF_INT8);
+    return test_summary();
+}
