@@ -163,7 +163,7 @@ int clef_weight_load_matrix_parts(clef_weight_loader *L, const char *name, int64
     char full[256];
     full_name(L, name, full, sizeof full);
     const clef_tensor_info *t = L->src->find(L->src->ctx, full);
-    clef_wtype type;
+    clef_wtype type = CLEF_WTYPE_COUNT; /* set below whenever t exists (a missing t returns) */
     clef_matrix whole;
     void *stored = NULL; /* the stored form, when the loader placed it (plain formats) */
     size_t bytes = 0;
