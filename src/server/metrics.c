@@ -40,6 +40,7 @@ struct server_metrics {
     double forward_seconds_total;
     double last_tokens_per_second;
     uint64_t dropped_client_gone, dropped_timeout;
+    uint64_t accepted_total;         /* decision requests taken into the queue */
     size_t queue_depth;
 };
 
@@ -101,6 +102,12 @@ void server_metrics_dropped(server_metrics *m, const char *reason) {
         m->dropped_timeout++;
     else
         m->dropped_client_gone++;
+    pthread_mutex_unlock(&m->lock);
+}
+
+void server_metrics_accepted(server_metrics *m) {
+    pthread_mutex_lock(&m->lock);
+    m->accepted_total++;
     pthread_mutex_unlock(&m->lock);
 }
 
@@ -177,11 +184,15 @@ int server_metrics_render(server_metrics *m, clef_strbuf *out) {
                         "# HELP clef_requests_dropped_total Queued requests dropped before their "
                         "forward, by reason.\n# TYPE clef_requests_dropped_total counter\n"
                         "clef_requests_dropped_total{reason=\"client_gone\"} %llu\n"
-                        "clef_requests_dropped_total{reason=\"timeout\"} %llu\n",
+                        "clef_requests_dropped_total{reason=\"timeout\"} %llu\n"
+                        "# HELP clef_requests_accepted_total Decision requests taken into the "
+                        "queue.\n# TYPE clef_requests_accepted_total counter\n"
+                        "clef_requests_accepted_total %llu\n",
                         m->queue_depth, (unsigned long long)m->tokens_total,
                         m->forward_seconds_total, m->last_tokens_per_second,
                         (unsigned long long)m->dropped_client_gone,
-                        (unsigned long long)m->dropped_timeout);
+                        (unsigned long long)m->dropped_timeout,
+                        (unsigned long long)m->accepted_total);
     pthread_mutex_unlock(&m->lock);
     clef_strbuf_appendf(out, "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
                              "# TYPE process_resident_memory_bytes gauge\n"

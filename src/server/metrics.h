@@ -45,6 +45,8 @@ void server_metrics_batch(server_metrics *m, size_t n_requests, int64_t n_tokens
 /* A queued request dropped before its forward: reason "client_gone" or "timeout". */
 void server_metrics_dropped(server_metrics *m, const char *reason);
 void server_metrics_queue_depth(server_metrics *m, size_t depth);
+/* One decision request accepted into the scheduler's queue (it will be answered). */
+void server_metrics_accepted(server_metrics *m);
 
 /* Append the whole exposition text. Returns CLEF_OK or CLEF_ERR_OUT_OF_MEMORY. */
 int server_metrics_render(server_metrics *m, clef_strbuf *out);

@@ -333,8 +333,10 @@ static enum MHD_Result submit_decision(request_ctx *rc) {
     atomic_store(&rc->phase, PHASE_WAITING);
     MHD_suspend_connection(rc->conn);
     server_submit_result r = server_scheduler_submit(srv->scheduler, job);
-    if (r == SERVER_SUBMIT_OK)
+    if (r == SERVER_SUBMIT_OK) {
+        server_metrics_accepted(srv->metrics);
         return MHD_YES;
+    }
     /* refused: answer from the resumed handler like any finished job */
     server_reply_error(&job->reply, rc->kind, r == SERVER_SUBMIT_QUEUE_FULL ? 429 : 503,
                        r == SERVER_SUBMIT_QUEUE_FULL ? "queue_full" : "shutting_down",

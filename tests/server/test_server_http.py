@@ -357,8 +357,11 @@ class Lifecycle(unittest.TestCase):
             s.sendall(b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
                       % len(body) + body)
             socks.append(s)
-        # wait until the server holds them all (queued or running), then stop it
-        wait_until(lambda: metric(srv.metrics(), "clef_queue_depth") >= 6, 30)
+        # wait until the server has accepted all 12 (queued, running or answered), then stop
+        # it: every accepted request must be answered 200 through the shutdown
+        self.assertTrue(wait_until(
+            lambda: metric(srv.metrics(), "clef_requests_accepted_total") >= 12, 60),
+            "the server did not accept all 12 requests")
         srv.proc.send_signal(signal.SIGTERM)
         statuses = []
         for s in socks:
@@ -385,8 +388,12 @@ class Lifecycle(unittest.TestCase):
             for i, (status, _, data) in enumerate(results):
                 self.assertEqual(status, 200, data)
                 self.assertEqual(json.loads(data)["answers"], recs[i % 2]["answer"]["answers"])
-            self.assertEqual(metric(srv.metrics(), "clef_http_requests_total",
-                                    'route="systemone",status="200"'), 16)
+            # the counter moves when libmicrohttpd reports the response sent, which can come
+            # just after the client has read it
+            count = lambda: metric(srv.metrics(), "clef_http_requests_total",
+                                   'route="systemone",status="200"')
+            wait_until(lambda: count() >= 16, 10)
+            self.assertEqual(count(), 16)
             self.assertEqual(srv.stop(), 0, srv.log())
 
     def test_refuses_public_address_without_token(self):
