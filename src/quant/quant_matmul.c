@@ -76,68 +76,56 @@ void clef_nf4_matmul_rows(const clef_nf4_desc *d, const uint8_t *packed, int64_t
     }
 }
 
-void clef_fp8_matmul_rows(const uint8_t *qw, const float *sw, int64_t K, int64_t n0, int64_t n1,
-                          int64_t T, const uint8_t *qx, const float *sx, const float *bias,
-                          float *y, int64_t ldy, int accumulate, float *panel) {
+/* The two FP8 kernels share one loop. W8A8 (qdq 0): fp8 x fp8 products accumulated in fp32,
+ * both scales in the epilogue. QDQ (qdq 1): the weights and activations as an fp32 model sees
+ * them after compressed-tensors' quantize-dequantize, fp32(q * s), and no epilogue scale.
+ * Multiplying by the 1.0f stand-ins of the unused scales is exact, so each form gives the bits
+ * it gave as a separate kernel. */
+static void fp8_matmul_rows(const uint8_t *qw, const float *sw, int64_t K, int64_t n0, int64_t n1,
+                            int64_t T, const uint8_t *qx, const float *sx, const float *bias,
+                            float *y, int64_t ldy, int accumulate, float *panel, int qdq) {
     float table[256];
     for (int i = 0; i < 256; i++)
         table[i] = clef_fp8e4m3_to_f32((uint8_t)i);
     float acc[CLEF_QMM_MR][CLEF_QMM_NR];
     for (int64_t nb = n0; nb < n1; nb += CLEF_QMM_NR) {
         int nr = n1 - nb < CLEF_QMM_NR ? (int)(n1 - nb) : CLEF_QMM_NR;
-        /* weights and activations widened from fp8 are exact, and so is each product */
+        /* weights widened from fp8 are exact (W8A8), or fp32(q * s) (QDQ) */
         for (int64_t k = 0; k < K; k++)
             for (int j = 0; j < CLEF_QMM_NR; j++)
-                panel[k * CLEF_QMM_NR + j] = j < nr ? table[qw[(nb + j) * K + k]] : 0.0f;
+                panel[k * CLEF_QMM_NR + j] =
+                    j < nr ? table[qw[(nb + j) * K + k]] * (qdq ? sw[nb + j] : 1.0f) : 0.0f;
         for (int64_t t = 0; t < T; t += CLEF_QMM_MR) {
             int mr = T - t < CLEF_QMM_MR ? (int)(T - t) : CLEF_QMM_MR;
             memset(acc, 0, sizeof acc);
             for (int64_t k = 0; k < K; k++) {
                 const float *w = panel + k * CLEF_QMM_NR;
                 for (int i = 0; i < mr; i++) {
-                    float xv = table[qx[(t + i) * K + k]];
+                    float xv = table[qx[(t + i) * K + k]] * (qdq ? sx[t + i] : 1.0f);
                     for (int j = 0; j < CLEF_QMM_NR; j++)
                         acc[i][j] = fmaf(xv, w[j], acc[i][j]);
                 }
             }
             for (int i = 0; i < mr; i++)
                 for (int j = 0; j < nr; j++)
-                    store(y + (t + i) * ldy + nb + j, acc[i][j] * sx[t + i] * sw[nb + j], bias,
-                          nb + j, accumulate);
+                    store(y + (t + i) * ldy + nb + j,
+                          qdq ? acc[i][j] : acc[i][j] * sx[t + i] * sw[nb + j], bias, nb + j,
+                          accumulate);
         }
     }
+}
+
+void clef_fp8_matmul_rows(const uint8_t *qw, const float *sw, int64_t K, int64_t n0, int64_t n1,
+                          int64_t T, const uint8_t *qx, const float *sx, const float *bias,
+                          float *y, int64_t ldy, int accumulate, float *panel) {
+    fp8_matmul_rows(qw, sw, K, n0, n1, T, qx, sx, bias, y, ldy, accumulate, panel, 0);
 }
 
 void clef_fp8_matmul_rows_qdq(const uint8_t *qw, const float *sw, int64_t K, int64_t n0,
                               int64_t n1, int64_t T, const uint8_t *qx, const float *sx,
                               const float *bias, float *y, int64_t ldy, int accumulate,
                               float *panel) {
-    float table[256];
-    for (int i = 0; i < 256; i++)
-        table[i] = clef_fp8e4m3_to_f32((uint8_t)i);
-    float acc[CLEF_QMM_MR][CLEF_QMM_NR];
-    for (int64_t nb = n0; nb < n1; nb += CLEF_QMM_NR) {
-        int nr = n1 - nb < CLEF_QMM_NR ? (int)(n1 - nb) : CLEF_QMM_NR;
-        /* the weights as an fp32 model decompresses them: fp32(q * s) */
-        for (int64_t k = 0; k < K; k++)
-            for (int j = 0; j < CLEF_QMM_NR; j++)
-                panel[k * CLEF_QMM_NR + j] = j < nr ? table[qw[(nb + j) * K + k]] * sw[nb + j] : 0.0f;
-        for (int64_t t = 0; t < T; t += CLEF_QMM_MR) {
-            int mr = T - t < CLEF_QMM_MR ? (int)(T - t) : CLEF_QMM_MR;
-            memset(acc, 0, sizeof acc);
-            for (int64_t k = 0; k < K; k++) {
-                const float *w = panel + k * CLEF_QMM_NR;
-                for (int i = 0; i < mr; i++) {
-                    float xv = table[qx[(t + i) * K + k]] * sx[t + i]; /* fp32 q * s */
-                    for (int j = 0; j < CLEF_QMM_NR; j++)
-                        acc[i][j] = fmaf(xv, w[j], acc[i][j]);
-                }
-            }
-            for (int i = 0; i < mr; i++)
-                for (int j = 0; j < nr; j++)
-                    store(y + (t + i) * ldy + nb + j, acc[i][j], bias, nb + j, accumulate);
-        }
-    }
+    fp8_matmul_rows(qw, sw, K, n0, n1, T, qx, sx, bias, y, ldy, accumulate, panel, 1);
 }
 
 void clef_convrot_quantize_tokens_fast(const float *x, int64_t ldx, int64_t T, int64_t K,
