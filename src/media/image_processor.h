@@ -26,6 +26,7 @@
 
 #include "clef_release.h"
 #include "media/image_source.h"
+#include "media/rgb_image.h"
 
 #include <stdint.h>
 
@@ -69,6 +70,15 @@ int clef_image_processor_params_from_vision(const clef_vision_config *vision,
  * CLEF_ERR_INVALID_ARG (bad params) or CLEF_ERR_OUT_OF_MEMORY. On failure *out is zeroed. */
 int clef_image_process(const clef_image_file *file, const clef_image_processor_params *params,
                        const char *what, clef_image_pixels *out);
+
+/* The same from decoded frames: one image (n_frames = 1, repeated into every temporal slot)
+ * or a video clip (n_frames a multiple of temporal_patch_size, all the same size; grid_t =
+ * n_frames / temporal_patch_size). Each frame is resized and normalized as above. Returns
+ * CLEF_OK, CLEF_ERR_REQUEST_INVALID (smart_resize refusals), CLEF_ERR_INVALID_ARG or
+ * CLEF_ERR_OUT_OF_MEMORY. */
+int clef_image_pixels_from_frames(const clef_rgb_image *frames, int64_t n_frames,
+                                  const clef_image_processor_params *params, const char *what,
+                                  clef_image_pixels *out);
 
 /* Frees out->rows and zeroes *out. Accepts NULL and a zeroed struct. */
 void clef_image_pixels_free(clef_image_pixels *pixels);
