@@ -27,6 +27,10 @@ Writes tests/media/fixtures/processor/:
                            ends early with gray, accepts a PNG without IEND, shows a palette
                            PNG without PLTE as black) — clef refuses those rather than invent
                            pixels;
+  *.json, configs.txt      processor config files (flat, legacy min/max_pixels keys, nested
+                           processor_config.json) and what Qwen2VLImageProcessorPil reads from
+                           them: name patch temporal merge min_pixels max_pixels mean std
+                           rescale_factor;
   resize.txt               Pillow BICUBIC resizes of a synthetic RGB image that the test makes
                            itself (pixel formula below), no file needed:
       src_w src_h dst_w dst_h sha256
@@ -35,6 +39,7 @@ Deterministic; run from the repository root:
 """
 import hashlib
 import io
+import json
 import os
 import struct
 import zlib
@@ -254,8 +259,50 @@ RESIZES = [(w, h, dw, dh) for (w, h) in [(1, 1), (7, 3), (64, 48), (333, 97), (1
                             (1024, 96), (3, 900)]]
 
 
+# Processor config files (flat preprocessor_config.json, legacy min/max_pixels keys,
+# transformers 5's processor_config.json with a nested "image_processor") and what
+# transformers' image processor reads from them.
+CONFIGS = {
+    "qwen35_preprocessor_config.json": {
+        "size": {"longest_edge": 16777216, "shortest_edge": 65536}, "patch_size": 16,
+        "temporal_patch_size": 2, "merge_size": 2, "image_mean": [0.5, 0.5, 0.5],
+        "image_std": [0.5, 0.5, 0.5], "processor_class": "Qwen3VLProcessor",
+        "image_processor_type": "Qwen2VLImageProcessorFast"},
+    "legacy_pixels.json": {
+        "size": {"longest_edge": 1000000, "shortest_edge": 3136}, "min_pixels": 4096,
+        "max_pixels": 802816, "patch_size": 14, "temporal_patch_size": 2, "merge_size": 2,
+        "image_mean": [0.48145466, 0.4578275, 0.40821073],
+        "image_std": [0.26862954, 0.26130258, 0.27577711], "do_convert_rgb": True,
+        "resample": 3, "rescale_factor": 0.00392156862745098},
+    "nested_processor_config.json": {
+        "image_processor": {"size": {"longest_edge": 200704, "shortest_edge": 1024},
+                            "patch_size": 4, "temporal_patch_size": 2, "merge_size": 2,
+                            "image_mean": 0.25, "image_std": 0.75, "rescale_factor": 0.0078125},
+        "processor_class": "Qwen3VLProcessor"},
+}
+
+
+def write_configs():
+    lines = []
+    for name, cfg in CONFIGS.items():
+        with open(os.path.join(OUT, name), "w") as f:
+            json.dump(cfg, f, indent=2)
+        flat = cfg.get("image_processor", cfg)
+        kw = {k: v for k, v in flat.items() if k not in ("processor_class", "image_processor_type")}
+        p = Qwen2VLImageProcessorPil(**kw)
+        mean = p.image_mean if isinstance(p.image_mean, (list, tuple)) else [p.image_mean] * 3
+        std = p.image_std if isinstance(p.image_std, (list, tuple)) else [p.image_std] * 3
+        lines.append("%s %d %d %d %d %d %s %s %r" % (
+            name, p.patch_size, p.temporal_patch_size, p.merge_size, p.size["shortest_edge"],
+            p.size["longest_edge"], ",".join(repr(float(np.float32(v))) for v in mean),
+            ",".join(repr(float(np.float32(v))) for v in std), float(p.rescale_factor)))
+    with open(os.path.join(OUT, "configs.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
+    write_configs()
     files = make_images()
     for name, data in files.items():
         with open(os.path.join(OUT, name), "wb") as f:

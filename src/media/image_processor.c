@@ -24,6 +24,7 @@ void clef_image_processor_default_params(clef_image_processor_params *params) {
         params->image_mean[c] = 0.5f;
         params->image_std[c] = 0.5f;
     }
+    params->rescale_factor = 1.0 / 255.0; /* the Python float 0.00392156862745098 */
 }
 
 int clef_image_processor_params_from_vision(const clef_vision_config *vision,
@@ -56,6 +57,9 @@ static int check_params(const clef_image_processor_params *p, const char *what) 
             return clef_fail(CLEF_ERR_INVALID_ARG, "%s: image_mean / image_std[%d] invalid",
                              what, c);
     }
+    if (!(p->rescale_factor > 0) || !isfinite(p->rescale_factor))
+        return clef_fail(CLEF_ERR_INVALID_ARG, "%s: rescale_factor %g invalid", what,
+                         p->rescale_factor);
     return CLEF_OK;
 }
 
@@ -63,7 +67,7 @@ static int check_params(const clef_image_processor_params *p, const char *what) 
  * rescale (x as float64 times the float64 1/255, then cast to float32), then normalize in
  * float32 ((x - mean) / std with float32 mean and std). */
 static void normalize_table(const clef_image_processor_params *p, float table[3][256]) {
-    const double rescale_factor = 1.0 / 255.0;
+    const double rescale_factor = p->rescale_factor;
     for (int c = 0; c < 3; c++) {
         for (int v = 0; v < 256; v++) {
             float x = (float)((double)v * rescale_factor);
