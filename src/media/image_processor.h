@@ -9,7 +9,7 @@
  *      Image.convert("RGB") does (alpha dropped, not composited);
  *   2. smart_resize the size to multiples of patch_size * merge_size within
  *      [min_pixels, max_pixels], resize with PIL's antialiased bicubic filter to uint8;
- *   3. rescale and normalize: (x / 255 - mean[c]) / std[c];
+ *   3. rescale and normalize: (x * rescale_factor - mean[c]) / std[c], rescale_factor = 1/255;
  *   4. repeat the frame temporal_patch_size times (an image fills every temporal slot) and
  *      patchify in merge-block order.
  *
@@ -26,6 +26,7 @@
 
 #include "clef_release.h"
 #include "media/image_source.h"
+#include "media/rgb_image.h"
 
 #include <stdint.h>
 
@@ -39,6 +40,7 @@ typedef struct clef_image_processor_params {
     int64_t max_pixels;          /* smart_resize upper bound on h*w (size.longest_edge) */
     float image_mean[3];         /* per channel, after x / 255 (0.5) */
     float image_std[3];          /* per channel (0.5) */
+    double rescale_factor;       /* x * rescale_factor before normalizing (1/255) */
 } clef_image_processor_params;
 
 /* The pixel rows of one image (or one video clip). Free with clef_image_pixels_free. */
@@ -52,7 +54,8 @@ typedef struct clef_image_pixels {
 } clef_image_pixels;
 
 /* Qwen3.5's defaults: patch 16, temporal 2, merge 2, min_pixels 65,536 (256 * 256),
- * max_pixels 16,777,216 (4096 * 4096), mean = std = 0.5. */
+ * max_pixels 16,777,216 (4096 * 4096), mean = std = 0.5, rescale 1/255. A release's own
+ * settings: clef_processor_config_load (media/processor_config.h). */
 void clef_image_processor_default_params(clef_image_processor_params *params);
 
 /* Takes patch_size, temporal_patch_size and spatial_merge_size from the release's vision
@@ -69,6 +72,15 @@ int clef_image_processor_params_from_vision(const clef_vision_config *vision,
  * CLEF_ERR_INVALID_ARG (bad params) or CLEF_ERR_OUT_OF_MEMORY. On failure *out is zeroed. */
 int clef_image_process(const clef_image_file *file, const clef_image_processor_params *params,
                        const char *what, clef_image_pixels *out);
+
+/* The same from decoded frames: one image (n_frames = 1, repeated into every temporal slot)
+ * or a video clip (n_frames a multiple of temporal_patch_size, all the same size; grid_t =
+ * n_frames / temporal_patch_size). Each frame is resized and normalized as above. Returns
+ * CLEF_OK, CLEF_ERR_REQUEST_INVALID (smart_resize refusals), CLEF_ERR_INVALID_ARG or
+ * CLEF_ERR_OUT_OF_MEMORY. */
+int clef_image_pixels_from_frames(const clef_rgb_image *frames, int64_t n_frames,
+                                  const clef_image_processor_params *params, const char *what,
+                                  clef_image_pixels *out);
 
 /* Frees out->rows and zeroes *out. Accepts NULL and a zeroed struct. */
 void clef_image_pixels_free(clef_image_pixels *pixels);
