@@ -979,11 +979,17 @@ static const struct {
 enum { N_OPS = sizeof OPS / sizeof OPS[0] };
 
 /* Slots after matmul that compute nothing (queries, handles), each with why it has no case
- * of its own; empty so far. */
+ * of its own. */
 static const struct {
     size_t slot;
     const char *why;
-} SLOTS_WITHOUT_CASE[] = {{0, "(placeholder: slot 0 is the name, never an op)"}};
+} SLOTS_WITHOUT_CASE[] = {
+    {SLOT(memory), "device byte counts, no computation (NULL on the CPU; clef_model_memory "
+                   "in tests/model/test_device.c, printed by tests/cuda/test_cuda_decide.c)"},
+    {SLOT(host_alloc), "host staging memory, no computation: every weight load stages "
+                       "through it (weight_loader.c), so every model test uses it"},
+    {SLOT(host_free), "the release of host_alloc's memory (as host_alloc)"},
+};
 
 /* Every op slot (after the memory functions, which every case uses) has a case. */
 static void check_coverage(void) {
