@@ -148,6 +148,9 @@ static const clef_backend_ops cuda_ops = {
     .add_rows = cuda_add_rows,
     .pair_features = cuda_pair_features,
     .axpy = cuda_axpy,
+    .memory = cuda_memory_query,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
 };
 
 extern "C" int clef_backend_cuda_device_count(void) {

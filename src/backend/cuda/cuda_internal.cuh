@@ -59,6 +59,11 @@ static inline unsigned cuda_blocks(int64_t n, int threads) { return (unsigned)((
 /* Count device bytes for clef_backend_cuda_memory (cuda_backend.cu). */
 void cuda_account(clef_backend *be, ptrdiff_t delta);
 
+/* cuda_host.cu: the memory slots of the op table (backend.h) */
+int cuda_memory_query(clef_backend *be, clef_backend_memory_info *out);
+void *cuda_host_alloc(clef_backend *be, size_t bytes);
+void cuda_host_free(clef_backend *be, void *ptr);
+
 /* cuda_matmul.cu */
 void cuda_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
                  const float *bias, float *y, int64_t ldy, int accumulate, void *scratch);
