@@ -47,6 +47,7 @@ typedef struct cuda_context {
     int flash_ok;           /* 1: this device's WMMA accumulator layout is the one cuda_flash.cu
                                assumes (checked at create); 0: the shared-memory kernel runs */
     cuda_gemm_plan plans[CUDA_GEMM_PLANS];
+    struct cuda_quant_state *quant; /* quantized formats (cuda_quant.cu); NULL until first used */
 } cuda_context;
 
 static inline cuda_context *cuda_ctx(clef_backend *be) { return (cuda_context *)be->ctx; }
