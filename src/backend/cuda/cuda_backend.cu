@@ -4,6 +4,7 @@
  * table wiring the kernels of the other cuda_*.cu files.
  */
 #include "backend/cuda/cuda_internal.cuh"
+#include "backend/cuda/cuda_quant_internal.cuh"
 
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,7 @@ static void cuda_free_backend(clef_backend *be) {
         if (ctx->stream)
             cudaStreamSynchronize(ctx->stream);
         cuda_gemm_plans_free(ctx);
+        cuda_quant_free(ctx);
         if (ctx->lt)
             cublasLtDestroy(ctx->lt);
         cudaFree(ctx->lt_workspace);
@@ -118,7 +120,7 @@ static const clef_backend_ops cuda_ops = {
     .write = cuda_write,
     .read = cuda_read,
     .synchronize = cuda_synchronize,
-    .supports_format = NULL, /* F32 and BF16 */
+    .supports_format = cuda_supports_format, /* F32, BF16 and the quantized formats (cuda_quant.cu) */
     .prepared_size = NULL,   /* weights run as stored */
     .prepare_matrix = NULL,
     .matmul = cuda_matmul,

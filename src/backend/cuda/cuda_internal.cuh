@@ -43,6 +43,7 @@ typedef struct cuda_context {
     int status;             /* first error (clef_status), CLEF_OK while none */
     int attention_fp32;     /* 1: attention on the fp32 kernel only (cuda_attention.cu) */
     cuda_gemm_plan plans[CUDA_GEMM_PLANS];
+    struct cuda_quant_state *quant; /* quantized formats (cuda_quant.cu); NULL until first used */
 } cuda_context;
 
 static inline cuda_context *cuda_ctx(clef_backend *be) { return (cuda_context *)be->ctx; }
