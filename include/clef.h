@@ -183,6 +183,17 @@ typedef enum clef_truncation {
 typedef void (*clef_progress_callback)(const char *stage, uint64_t done, uint64_t total,
                                        void *user);
 
+/* Where a model's weights are placed (docs/model-api.md, "Placement profiles"). On the CPU
+ * every profile is the same: everything is host memory. */
+typedef enum clef_profile {
+    CLEF_PROFILE_RESIDENT = 0,   /* every backbone and head weight in device memory. lm_head is
+                                    never resident: each record's option rows are read from
+                                    the release file at prepare */
+    CLEF_PROFILE_HOST_EMBED = 1, /* as RESIDENT, but embed_tokens stays in host RAM: each
+                                    forward gathers its tokens' rows there and copies only
+                                    those to the device (vocab x hidden x 2 bytes less on it) */
+} clef_profile;
+
 typedef struct clef_model_params {
     const char *backend;     /* the older name of `device` below, used when device is NULL:
                                 "cpu", "cuda" or "cuda:N"; NULL = "cpu" */
@@ -201,6 +212,7 @@ typedef struct clef_model_params {
                                 backend field. A build without the CUDA backend, no GPU, or no
                                 GPU N: CLEF_ERR_UNSUPPORTED; a malformed name:
                                 CLEF_ERR_INVALID_ARG. docs/model-api.md */
+    clef_profile profile;    /* weight placement; default CLEF_PROFILE_RESIDENT */
 } clef_model_params;
 
 /* The defaults above (every "0 = ..." field zero, backend and device NULL). */

@@ -44,6 +44,10 @@ typedef struct clef_server_params {
     int32_t max_connections;     /* open connections; 0 = 4096 */
     int32_t http_threads;        /* threads reading requests and validating them; 0 = 4 */
     int access_log;              /* 1: one INFO log line per request (clef_log) */
+    const char *device;          /* where the model runs (clef_model_params.device: "cpu",
+                                    "cuda", "cuda:N"); NULL = "cpu". Each context is its own
+                                    fork of the device's backend (its own CUDA stream) */
+    clef_profile profile;        /* weight placement (clef_model_params.profile) */
 } clef_server_params;
 
 clef_server_params clef_server_default_params(void);

@@ -42,6 +42,8 @@ struct clef_model {
     tok_tokenizer *tokenizer;
     char device[24];                /* "cpu" or "cuda:N" (clef_model_device) */
     clef_backend *backend;          /* where the weights live; contexts fork it */
+    clef_backend *host_backend;     /* CLEF_PROFILE_HOST_EMBED on a GPU: the CPU backend the
+                                       embedding table lives on (qwen35_load_placed), or NULL */
     qwen35_model *backbone;         /* weights only */
     clef_joint_head *head;          /* weights only (no workspace) */
     clef_lm_source lm;

@@ -194,9 +194,11 @@ int clef_model_load(const char *dir, const clef_model_params *params, clef_model
         return clef_fail(CLEF_ERR_INVALID_ARG, "clef_model_load: dir is NULL");
     clef_model_params p = params ? *params : clef_model_default_params();
     if (p.n_threads < 0 || p.max_length < 0 || p.max_questions < 0 || p.max_options < 0 ||
-        (p.truncation != CLEF_TRUNCATION_TRUNCATE && p.truncation != CLEF_TRUNCATION_REFUSE))
+        (p.truncation != CLEF_TRUNCATION_TRUNCATE && p.truncation != CLEF_TRUNCATION_REFUSE) ||
+        (p.profile != CLEF_PROFILE_RESIDENT && p.profile != CLEF_PROFILE_HOST_EMBED))
         return clef_fail(CLEF_ERR_INVALID_ARG, "clef_model_load: negative n_threads, "
-                         "max_length, max_questions or max_options, or unknown truncation");
+                         "max_length, max_questions or max_options, or unknown truncation or "
+                         "profile");
     if (!p.max_length)
         p.max_length = CLEF_DEFAULT_MAX_LENGTH;
     if (!p.max_questions)
@@ -225,6 +227,14 @@ int clef_model_load(const char *dir, const clef_model_params *params, clef_model
     /* the caller's strings need not live: keep the backend's static name, our device name */
     m->params.backend = m->backend->ops->name;
     m->params.device = m->device;
+    /* the host-embedding profile: the table on a CPU backend beside the device (on the CPU
+     * itself every weight is host memory already) */
+    if (p.profile == CLEF_PROFILE_HOST_EMBED && strcmp(m->device, "cpu")) {
+        clef_backend_params bp = clef_backend_default_params();
+        bp.n_threads = p.n_threads;
+        if ((st = clef_backend_cpu_create(&bp, &m->host_backend)))
+            goto err;
+    }
 
     /* 1. the release: every file and tensor validated before anything is read */
     progress(m, "validate", 0, 0);
@@ -265,7 +275,7 @@ int clef_model_load(const char *dir, const clef_model_params *params, clef_model
     /* one source for both loaders: the release's tensors, counted for the progress line */
     clef_tensor_source src = {.ctx = m, .find = model_find, .read = model_read,
                               .read_range = model_read_range};
-    if ((st = qwen35_load(&cfg->text, &src, m->backend, &m->backbone)))
+    if ((st = qwen35_load_placed(&cfg->text, &src, m->backend, m->host_backend, &m->backbone)))
         goto err;
     if ((st = clef_joint_head_load(m->backend, &cfg->head, &src, NULL, &m->head)))
         goto err;
@@ -293,6 +303,7 @@ void clef_model_free(clef_model *m) {
     clef_context_free(m->default_ctx); /* before the weights and the backend it forks */
     clef_joint_head_free(m->head);
     qwen35_free(m->backbone);
+    clef_backend_free(m->host_backend);
     clef_backend_free(m->backend);
     tok_free(m->tokenizer);
     clef_release_free(m->release);

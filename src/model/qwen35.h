@@ -54,6 +54,14 @@ int qwen35_load(const clef_text_config *cfg, const clef_tensor_source *src, clef
                 qwen35_model **out);
 void qwen35_free(qwen35_model *m); /* accepts NULL; after every state of it */
 
+/* qwen35_load with the embedding table (text.embed_tokens) placed on embed_be instead of be:
+ * a host backend (the CPU) while be is a GPU, so a large vocabulary does not take device
+ * memory. Each forward then gathers its tokens' rows on embed_be (each state forks it) and
+ * copies them to be through a small host staging buffer; results are identical (the rows are
+ * the same fp32 values). embed_be NULL or be: qwen35_load. embed_be must outlive the model. */
+int qwen35_load_placed(const clef_text_config *cfg, const clef_tensor_source *src,
+                       clef_backend *be, clef_backend *embed_be, qwen35_model **out);
+
 /* qwen35_load with the release's text config and tensor table (rel outlives the load only). */
 int qwen35_load_release(const clef_release *rel, clef_backend *be, qwen35_model **out);
 

@@ -157,7 +157,17 @@ int qwen35_forward(const qwen35_model *m, qwen35_state *s, int64_t n_seqs,
     clef_rope_table(be, n, s->pos, m->rot_dims, m->cfg.rope_theta, m->cfg.mrope_section, m->cfg.mrope_interleaved,
                     s->rope_cos, s->rope_sin);
     /* h = embed_tokens(input_ids)  (no scaling) */
-    clef_get_rows(be, &m->w.embed, n, s->ids, s->h, D);
+    if (!m->embed_be) {
+        clef_get_rows(be, &m->w.embed, n, s->ids, s->h, D);
+    } else { /* the table is in host memory: gather rows there, copy them to h */
+        for (int64_t t0 = 0; t0 < n && st == CLEF_OK; t0 += QWEN35_EMBED_CHUNK) {
+            int64_t c = n - t0 < QWEN35_EMBED_CHUNK ? n - t0 : QWEN35_EMBED_CHUNK;
+            clef_get_rows(s->embed_be, &m->w.embed, c, ids + t0, s->embed_stage, D);
+            st = clef_backend_write(be, s->h + t0 * D, s->embed_stage, sizeof(float) * (size_t)(c * D));
+        }
+        if (st != CLEF_OK)
+            return st;
+    }
     for (int64_t i = 0; i < m->cfg.num_hidden_layers; i++) {
         const qwen35_layer *L = &m->w.layers[i];
         /* h += mixer(input_layernorm(h)) */

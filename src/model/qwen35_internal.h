@@ -62,6 +62,9 @@ struct qwen35_state {
     void *scratch;              /* max of the GDN and attention workspaces at Tm */
     int32_t *host_pos;          /* (3, N) host staging of text positions */
     int32_t *host_start;        /* (N + 1) host staging of the int32 offsets */
+    clef_backend *embed_be;     /* a fork of the model's embed_be (host embedding), or NULL */
+    float *embed_stage;         /* (QWEN35_EMBED_CHUNK, D) host rows gathered there, then
+                                   copied to h (clef_backend_host_alloc of be: pinned) */
     size_t bytes;               /* backend bytes of the buffers */
     int64_t n_tokens;           /* rows of the last forward */
 };
@@ -73,8 +76,13 @@ struct qwen35_model {
     qwen35_weights w;
     int64_t rot_dims;           /* rotary dims of a head (head_dim * partial_rotary_factor) */
     clef_buffer_set buffers;    /* every weight buffer we own */
+    clef_backend *embed_be;     /* where w.embed lives when it is not be (host embedding) */
+    clef_buffer_set embed_buffers; /* w.embed's buffer on embed_be */
     size_t weight_bytes;
 };
+
+/* Rows of a host-embedding gather copied to the device at once (qwen35_load_placed). */
+#define QWEN35_EMBED_CHUNK 256
 
 /* Floats per token of RunState.work (qwen35_state.c). */
 int64_t qwen35_work_cols(const clef_text_config *c);

@@ -134,8 +134,15 @@ static int load_layer(qwen35_model *m, clef_weight_loader *src, int64_t i, qwen3
 
 int qwen35_load(const clef_text_config *cfg, const clef_tensor_source *src, clef_backend *be,
                 qwen35_model **out) {
+    return qwen35_load_placed(cfg, src, be, NULL, out);
+}
+
+int qwen35_load_placed(const clef_text_config *cfg, const clef_tensor_source *src,
+                       clef_backend *be, clef_backend *embed_be, qwen35_model **out) {
     if (!out || !cfg || !src || !src->find || !src->read || !be)
         return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_load: NULL argument");
+    if (embed_be == be)
+        embed_be = NULL;
     *out = NULL;
     int64_t rot = 0;
     int st = check_config(cfg, &rot);
@@ -147,6 +154,8 @@ int qwen35_load(const clef_text_config *cfg, const clef_tensor_source *src, clef
     m->cfg = *cfg;
     m->be = be;
     m->buffers = clef_buffer_set_init(be);
+    m->embed_be = embed_be;
+    m->embed_buffers = clef_buffer_set_init(embed_be ? embed_be : be);
     m->rot_dims = rot;
     m->layer_types = malloc(sizeof(clef_layer_type) * (size_t)cfg->num_hidden_layers);
     m->w.layers = calloc((size_t)cfg->num_hidden_layers, sizeof(qwen35_layer));
@@ -157,12 +166,22 @@ int qwen35_load(const clef_text_config *cfg, const clef_tensor_source *src, clef
     memcpy(m->layer_types, cfg->layer_types, sizeof(clef_layer_type) * (size_t)cfg->num_hidden_layers);
     m->cfg.layer_types = m->layer_types;
     clef_weight_loader wl = clef_weight_loader_init(be, src, &m->buffers, NULL, "", "config");
-    st = load_matrix(&wl, "text.embed_tokens.weight", cfg->vocab_size, cfg->hidden_size, &m->w.embed);
+    if (embed_be) { /* the table on the host backend, through its own loader */
+        clef_weight_loader el = clef_weight_loader_init(embed_be, src, &m->embed_buffers, NULL, "",
+                                                        "config");
+        st = load_matrix(&el, "text.embed_tokens.weight", cfg->vocab_size, cfg->hidden_size,
+                         &m->w.embed);
+        m->weight_bytes += el.bytes;
+        clef_weight_loader_free(&el);
+    } else {
+        st = load_matrix(&wl, "text.embed_tokens.weight", cfg->vocab_size, cfg->hidden_size,
+                         &m->w.embed);
+    }
     if (st == CLEF_OK)
         st = load_vec1(&wl, "text.norm.weight", cfg->hidden_size, &m->w.final_norm);
     for (int64_t i = 0; st == CLEF_OK && i < cfg->num_hidden_layers; i++)
         st = load_layer(m, &wl, i, &m->w.layers[i]);
-    m->weight_bytes = wl.bytes;
+    m->weight_bytes += wl.bytes;
     clef_weight_loader_free(&wl);
     if (st != CLEF_OK)
         goto err;
@@ -179,6 +198,8 @@ void qwen35_free(qwen35_model *m) {
     if (!m)
         return;
     clef_buffer_set_release(&m->buffers);
+    if (m->embed_be)
+        clef_buffer_set_release(&m->embed_buffers);
     free(m->w.layers);
     free(m->layer_types);
     free(m);

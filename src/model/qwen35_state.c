@@ -108,7 +108,13 @@ int qwen35_state_create(const qwen35_model *m, clef_backend *be, const qwen35_pa
     }
     s->host_pos = malloc(i32 * (size_t)(3 * N));
     s->host_start = malloc(i32 * (size_t)(N + 1));
-    if (!s->host_pos || !s->host_start) {
+    if (m->embed_be) { /* host embedding: a fork to gather on, pinned rows to copy from */
+        if ((st = clef_backend_fork(m->embed_be, &s->embed_be)))
+            goto err;
+        s->embed_stage = clef_backend_host_alloc(
+            be, sizeof(float) * (size_t)QWEN35_EMBED_CHUNK * (size_t)m->cfg.hidden_size);
+    }
+    if (!s->host_pos || !s->host_start || (m->embed_be && !s->embed_stage)) {
         st = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "qwen35 state: out of memory");
         goto err;
     }
@@ -123,6 +129,9 @@ void qwen35_state_free(qwen35_state *s) {
     if (!s)
         return;
     clef_buffer_set_release(&s->buffers);
+    if (s->embed_stage)
+        clef_backend_host_free(s->be, s->embed_stage);
+    clef_backend_free(s->embed_be);
     free(s->host_pos);
     free(s->host_start);
     free(s);

@@ -3,10 +3,11 @@
  *
  * Staging: a tensor's bytes come from the source in pieces of at most
  * staging_limit (CLEF_WEIGHT_STAGING_BYTES; a whole number of format blocks, or of elements for vectors) into
- * one host buffer reused for every tensor, and each piece goes to its final backend buffer
- * with clef_backend_write. Matrices are written in their stored format to a buffer of the
- * owner's set, then offered to the backend's prepare step; when every part of the matrix has
- * a prepared form, the stored buffer is released at once (the peak is one stored matrix).
+ * one host buffer reused for every tensor (the backend's host staging memory: page-locked on
+ * a GPU), and each piece goes to its final backend buffer with clef_backend_write. Matrices
+ * are written in their stored format to a buffer of the owner's set, then offered to the
+ * backend's prepare step; when every part of the matrix has a prepared form, the stored
+ * buffer is released at once (the peak is one stored matrix).
  */
 #include "model/weight_loader.h"
 
@@ -32,7 +33,8 @@ clef_weight_loader clef_weight_loader_init(clef_backend *be, const clef_tensor_s
 }
 
 void clef_weight_loader_free(clef_weight_loader *L) {
-    free(L->staging);
+    if (L->staging)
+        clef_backend_host_free(L->be, L->staging);
     L->staging = NULL;
     L->staging_bytes = 0;
 }
@@ -83,10 +85,16 @@ int clef_weight_find(clef_weight_loader *L, const char *name, int n_dims, const 
     return CLEF_OK;
 }
 
+/* The staging buffer is the backend's host staging memory (page-locked on a GPU, so each
+ * piece is read from the file straight into memory the device DMAs from; malloc on the CPU).
+ * Its old contents never matter, so growing it is a free and a new allocation. */
 static int ensure_staging(clef_weight_loader *L, size_t bytes) {
     if (bytes <= L->staging_bytes)
         return CLEF_OK;
-    void *p = realloc(L->staging, bytes);
+    clef_backend_host_free(L->be, L->staging);
+    L->staging = NULL;
+    L->staging_bytes = 0;
+    void *p = clef_backend_host_alloc(L->be, bytes);
     if (!p)
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "%s%sno memory for a %zu-byte staging buffer",
                          who(L), who_sep(L), bytes);

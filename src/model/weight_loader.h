@@ -59,7 +59,8 @@ struct clef_weight_loader {
     const char *config_name;    /* who set the expected shapes: "config", "joint_head_config.json" */
     size_t bytes;               /* backend bytes of the weights placed so far */
     size_t staging_limit;       /* largest staged piece: CLEF_WEIGHT_STAGING_BYTES from init */
-    void *staging;              /* host staging buffer, grown on demand, freed by _free */
+    void *staging;              /* host staging buffer (clef_backend_host_alloc: pinned on a
+                                   GPU), grown on demand, freed by _free */
     size_t staging_bytes;
     clef_weight_quant_fn load_quantized; /* NULL: only plain formats (others: TENSOR_DTYPE) */
     void *load_quantized_ctx;

@@ -549,6 +549,8 @@ static void *loader_main(void *p) {
     ep.n_threads = srv->params.n_threads;
     ep.max_length = srv->params.max_length;
     ep.truncation = srv->params.truncation;
+    ep.device = srv->params.device;
+    ep.profile = srv->params.profile;
     ep.limits = clef_request_default_limits();
     ep.limits.max_body_bytes = srv->params.max_body_bytes;
     server_engine *engine = NULL;

@@ -99,6 +99,8 @@ int server_engine_load(const server_engine_params *params, server_engine **out) 
     mp.max_length = e->max_length;
     mp.max_questions = params->limits.max_questions;
     mp.truncation = params->truncation;
+    mp.device = params->device;
+    mp.profile = params->profile;
     if ((st = clef_model_load(params->model_dir, &mp, &e->model)))
         goto err;
     for (int32_t i = 0; i < e->n_contexts; i++)

@@ -35,6 +35,8 @@ typedef struct server_engine_params {
     int32_t max_length;            /* tokens per record; 0 = 16384 */
     clef_truncation truncation;    /* over max_length: cut the state or refuse (413) */
     clef_request_limits limits;    /* body cap, question/option/level caps, unknown fields */
+    const char *device;            /* clef_model_params.device; NULL = "cpu" */
+    clef_profile profile;          /* clef_model_params.profile */
 } server_engine_params;
 
 typedef struct server_engine server_engine;

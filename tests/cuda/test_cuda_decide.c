@@ -19,7 +19,8 @@
  *  - last hidden states (the backbone's output, every row of the record) relative L2 vs the
  *    CPU fp32 reference <= 1e-2 (the bf16-input bound of the CUDA GEMMs, docs/cuda.md);
  * and clef_context_decide_batch over all records of a release on the GPU returns exactly
- * (byte for byte) the answers each record gets alone on the GPU. The device memory the model
+ * (byte for byte) the answers each record gets alone on the GPU; the host-embedding profile
+ * (CLEF_PROFILE_HOST_EMBED) answers the first 40 records byte for byte as the resident one. The device memory the model
  * and a context hold (clef_model_memory / clef_context_memory) is printed.
  *
  * Exits 77 (ctest: SKIPPED) when no GPU is visible; never reports passed without one.
@@ -303,6 +304,40 @@ static void compare_release(const char *dir, int n_records, totals *tot) {
         clef_result_free(rg);
     }
     CHECK_MSG(dp_max <= DECIDE_DP_BOUND, "%s: max |dp| %.3e > %.2f", dir, dp_max, DECIDE_DP_BOUND);
+
+    /* the host-embedding profile (embed_tokens in host RAM, rows copied per forward): the same
+     * answers as the resident model, byte for byte, and that much less device memory */
+    {
+        clef_model_params hp = clef_model_default_params();
+        hp.device = DECIDE_DEVICE;
+        hp.profile = CLEF_PROFILE_HOST_EMBED;
+        clef_model *hm = NULL;
+        clef_context *hc = NULL;
+        int hs = clef_model_load(dir, &hp, &hm);
+        CHECK_MSG(hs == CLEF_OK, "%s host-embed: %s", dir, clef_last_error());
+        if (hs == CLEF_OK) {
+            hs = clef_context_create(hm, NULL, &hc);
+            CHECK_MSG(hs == CLEF_OK, "%s host-embed context: %s", dir, clef_last_error());
+        }
+        int n_host = n_records < 40 ? n_records : 40, host_equal = 0;
+        for (int i = 0; hs == CLEF_OK && i < n_host; i++) {
+            char *answer = NULL;
+            int sh = clef_context_decide(hc, records[i], lens[i], &answer);
+            int same = sh == CLEF_OK && alone[i] && !strcmp(answer, alone[i]);
+            CHECK_MSG(same, "%s record %d: host-embed answer differs from resident\n resident %s\n host "
+                      "%s", dir, i, alone[i] ? alone[i] : "(none)", answer ? answer : "(none)");
+            host_equal += same;
+            clef_string_free(answer);
+        }
+        clef_memory_info rm, hm_info;
+        if (hs == CLEF_OK && clef_model_memory(gpu_model, &rm) == CLEF_OK &&
+            clef_model_memory(hm, &hm_info) == CLEF_OK)
+            printf("%s host-embed: %d/%d answers equal to resident; model resident %llu bytes "
+                   "(resident profile %llu)\n", dir, host_equal, n_host,
+                   (unsigned long long)hm_info.resident, (unsigned long long)rm.resident);
+        clef_context_free(hc);
+        clef_model_free(hm);
+    }
 
     /* every record in one call, packed into forwards: the answers each got alone, byte for byte */
     char **batch = calloc((size_t)n_records, sizeof *batch);

@@ -118,7 +118,7 @@ int main(int argc, char **argv) {
     CHECK_EQ_INT(run("run --help", &out), 0);
     const char *flags[] = {"--model", "--record", "--questions", "--state", "--state-file",
                            "--max-length", "--threads", "--truncation", "--json", "--table",
-                           "--quiet"};
+                           "--quiet", "--device", "--profile"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         CHECK_MSG(strstr(out, flags[i]) != NULL, "--help does not mention %s", flags[i]);
     free(out);
@@ -181,6 +181,23 @@ int main(int argc, char **argv) {
     /* Bad usage: exit 2 and the reason on stderr. */
     CHECK_EQ_INT(run2("run --record demo/record.json", &out, &err), 2); /* no --model */
     CHECK(has(err, "--model DIR is required"));
+    free(out);
+    free(err);
+    CHECK_EQ_INT(run2("run --model demo/clef-demo --profile nope --record demo/record.json", &out, &err), 2);
+    CHECK_MSG(has(err, "--profile expects 'resident' or 'host-embed', got 'nope'"), "stderr: %s", err);
+    free(out);
+    free(err);
+    /* a device that cannot run here (no GPU, or no CUDA backend in this build): refused by the
+     * load with the device named, exit 1 (on a GPU machine it answers); the CPU by name
+     * answers as the default */
+    int gpu_rc = run2("run --model demo/clef-demo --device cuda:0 --record demo/record.json", &out, &err);
+    CHECK_MSG(gpu_rc == 0 || (gpu_rc == 1 && has(err, "device 'cuda:0'")), "exit %d, stderr: %s",
+              gpu_rc, err);
+    free(out);
+    free(err);
+    CHECK_EQ_INT(run2("run --model demo/clef-demo --device cpu --profile host-embed --record demo/record.json --json",
+                      &out, &err), 0);
+    CHECK_MSG(has(out, "\"model\":\"clef-demo\""), "stdout: %s", out);
     free(out);
     free(err);
     CHECK_EQ_INT(run2("run --model demo/clef-demo --frobnicate", &out, &err), 2);

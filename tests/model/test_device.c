@@ -4,11 +4,21 @@
  * the device — a malformed "cuda:x" (CLEF_ERR_INVALID_ARG), an unknown name, and "cuda" /
  * "cuda:N" where it cannot run (CLEF_ERR_UNSUPPORTED: this build has no CUDA backend, no GPU
  * is visible, or there is no GPU N). A refused device fails before any release file is read
- * (the release path given does not exist). Decisions on a GPU are tests/cuda/test_cuda_decide.
+ * (the release path given does not exist). The host-embedding placement (qwen35_load_placed,
+ * the table on another backend handle than the rest, rows gathered there and copied over in
+ * chunks) is run here with two CPU handles over 600 tokens in 2 packed sequences (so more
+ * than two 256-row chunks): output equal bit for bit to the table in place, and the profile
+ * field accepted / refused. Decisions on a GPU are tests/cuda/test_cuda_decide.
  */
 #include "test.h"
 
 #include "clef.h"
+#include "backend/backend.h"
+#include "model/qwen35.h"
+#include "model/tensor_source.h"
+#include "release/release.h"
+
+#include <stdlib.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -51,7 +61,71 @@ static void expect_cpu(const char *device, const char *backend) {
     clef_model_free(m);
 }
 
+/* The demo backbone with the table in place and on a second CPU handle: same output bits. */
+static void check_host_embed_placement(void) {
+    clef_release *rel = NULL;
+    clef_release_opts ro = clef_release_default_opts();
+    CHECK_EQ_INT(clef_release_open("demo/clef-demo", &ro, &rel), CLEF_OK);
+    if (!rel)
+        return;
+    const clef_release_config *cfg = clef_release_get_config(rel);
+    clef_tensor_source src = clef_tensor_source_of_release(rel);
+    clef_backend_params bp = clef_backend_default_params();
+    clef_backend *be = NULL, *host = NULL;
+    CHECK_EQ_INT(clef_backend_cpu_create(&bp, &be), CLEF_OK);
+    CHECK_EQ_INT(clef_backend_cpu_create(&bp, &host), CLEF_OK);
+    qwen35_model *plain = NULL, *placed = NULL;
+    CHECK_EQ_INT(qwen35_load(&cfg->text, &src, be, &plain), CLEF_OK);
+    CHECK_EQ_INT(qwen35_load_placed(&cfg->text, &src, be, host, &placed), CLEF_OK);
+    const int64_t n = 600, D = cfg->text.hidden_size;
+    const int64_t seq[3] = {0, 377, n};
+    int32_t *ids = malloc(sizeof *ids * (size_t)n);
+    float *a = malloc(sizeof *a * (size_t)(n * D)), *b = malloc(sizeof *b * (size_t)(n * D));
+    for (int64_t t = 0; t < n; t++)
+        ids[t] = (int32_t)((t * 7919 + 13) % cfg->text.vocab_size);
+    qwen35_params qp = qwen35_default_params();
+    qp.max_seq_len = n;
+    qp.max_tokens = n;
+    qwen35_state *sa = NULL, *sb = NULL;
+    if (plain && placed && ids && a && b) {
+        CHECK_EQ_INT(qwen35_state_create(plain, be, &qp, &sa), CLEF_OK);
+        CHECK_EQ_INT(qwen35_state_create(placed, be, &qp, &sb), CLEF_OK);
+    }
+    if (sa && sb) {
+        CHECK_EQ_INT(qwen35_forward(plain, sa, 2, seq, ids, NULL), CLEF_OK);
+        CHECK_EQ_INT(clef_backend_read(be, a, qwen35_state_output(sa), sizeof *a * (size_t)(n * D)), CLEF_OK);
+        CHECK_EQ_INT(qwen35_forward(placed, sb, 2, seq, ids, NULL), CLEF_OK);
+        CHECK_EQ_INT(clef_backend_read(be, b, qwen35_state_output(sb), sizeof *b * (size_t)(n * D)), CLEF_OK);
+        CHECK_MSG(!memcmp(a, b, sizeof *a * (size_t)(n * D)),
+                  "host-embedding placement: the output differs from the table in place");
+        CHECK_EQ_INT(qwen35_weight_bytes(placed), qwen35_weight_bytes(plain));
+        printf("host embedding placement: %lld tokens, output identical to the table in place\n",
+               (long long)n);
+    }
+    qwen35_state_free(sa);
+    qwen35_state_free(sb);
+    qwen35_free(plain);
+    qwen35_free(placed);
+    clef_backend_free(host);
+    clef_backend_free(be);
+    clef_release_free(rel);
+    free(ids);
+    free(a);
+    free(b);
+}
+
 int main(void) {
+    check_host_embed_placement();
+    {   /* the profile field: host-embed is accepted (the same as resident on the CPU) */
+        clef_model_params mp = clef_model_default_params();
+        mp.profile = CLEF_PROFILE_HOST_EMBED;
+        clef_model *m = NULL;
+        CHECK_EQ_INT(clef_model_load("demo/clef-demo", &mp, &m), CLEF_OK);
+        clef_model_free(m);
+        mp.profile = (clef_profile)7;
+        CHECK_EQ_INT(clef_model_load("demo/clef-demo", &mp, &m), CLEF_ERR_INVALID_ARG);
+        CHECK(m == NULL);
+    }
     expect_cpu(NULL, NULL);
     expect_cpu("cpu", NULL);
     expect_cpu(NULL, "cpu");

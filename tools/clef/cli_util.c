@@ -116,3 +116,16 @@ void cli_report_device_memory(const char *cmd, const clef_model *model, const cl
     fprintf(stderr, "; device %.2f of %.2f GiB in use (all processes)\n",
             mib(mm.device_used) / 1024.0, mib(mm.device_total) / 1024.0);
 }
+
+int cli_parse_profile(const char *cmd, const char *name, clef_profile *out) {
+    if (!strcmp(name, "resident"))
+        *out = CLEF_PROFILE_RESIDENT;
+    else if (!strcmp(name, "host-embed"))
+        *out = CLEF_PROFILE_HOST_EMBED;
+    else {
+        fprintf(stderr, "clef %s: --profile expects 'resident' or 'host-embed', got '%s'\n", cmd,
+                name);
+        return 2;
+    }
+    return 0;
+}

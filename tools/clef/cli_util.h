@@ -34,6 +34,10 @@ void cli_json_string_n(FILE *out, const char *s, size_t len);
 /* The same for a NUL-terminated s. */
 void cli_json_string(FILE *out, const char *s);
 
+/* --profile NAME: "resident" or "host-embed" -> *out; else prints "clef <cmd>: --profile
+ * expects 'resident' or 'host-embed', got '<name>'" and returns 2. */
+int cli_parse_profile(const char *cmd, const char *name, clef_profile *out);
+
 /* On stderr, for a model on a GPU: "clef <cmd>: cuda:N: weights ... resident ..., peak ...;
  * context ...; device ... of ... GiB in use" (clef_model_memory / clef_context_memory; ctx
  * may be NULL). */

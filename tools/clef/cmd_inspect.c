@@ -1,6 +1,8 @@
 /*
- * cmd_inspect.c — `clef inspect DIR [--json] [--verify] [--allow-unknown]`: check a release
- * directory and describe what it holds, for a person (a table) or a script (--json).
+ * cmd_inspect.c — `clef inspect DIR [--json] [--verify] [--allow-unknown] [--device D]`: check
+ * a release directory and describe what it holds, for a person (a table) or a script (--json).
+ * With --device, a sound release is then loaded onto that device with one context, and the
+ * device memory it holds is reported (what `clef run --device D` will hold).
  *
  * Built on the public headers only (clef.h, clef_release.h). The release is opened with
  * keep_going, so every model-level problem (missing, unexpected, wrong shape or dtype, bad
@@ -32,6 +34,7 @@ typedef struct inspect_checks {
 static void usage(FILE *out) {
     fprintf(out,
             "usage: clef inspect DIR [--json] [--verify] [--allow-unknown]\n"
+            "                    [--device D [--profile resident|host-embed]]\n"
             "\n"
             "Check the Clef release in DIR the way loading it would (config.json,\n"
             "joint_head_config.json, the shard index or model.safetensors, every safetensors\n"
@@ -45,6 +48,12 @@ static void usage(FILE *out) {
             "                   complete.json (says so when there is none), and every weight\n"
             "                   for NaN or Inf (progress on stderr)\n"
             "  --allow-unknown  list tensors the model does not know without failing\n"
+            "  --device D       then load the release onto D (cpu, cuda, cuda:N) with one\n"
+            "                   context of 16384 tokens and report the device memory they\n"
+            "                   hold: resident and peak, model and context (what `clef run\n"
+            "                   --device D` holds); a device that cannot run it is a problem\n"
+            "  --profile P      with --device: the placement to measure, 'resident' (default)\n"
+            "                   or 'host-embed' (embed_tokens in host RAM)\n"
             "  -h, --help       this text\n"
             "\n"
             "Exit status: 0 the release is sound, 1 a problem was found, 2 bad usage.\n");
@@ -297,12 +306,88 @@ static void print_json(const clef_release *rel, const group_stats *groups, int o
         cli_json_string(stdout, p->message);
         printf("}");
     }
-    printf("]}\n");
+    printf("]");
+}
+
+/* --device: the release loaded there with one default context, and what they hold. */
+typedef struct device_report {
+    const char *device;        /* NULL: not asked */
+    clef_profile profile;
+    int status;
+    char error[512];
+    char name[24];             /* clef_model_device */
+    clef_memory_info model, context;
+    int32_t context_tokens;
+    uint64_t workspace_bytes;
+} device_report;
+
+static void device_measure(const char *dir, device_report *d) {
+    clef_model_params mp = clef_model_default_params();
+    mp.device = d->device;
+    mp.profile = d->profile;
+    clef_model *m = NULL;
+    clef_context *c = NULL;
+    d->status = clef_model_load(dir, &mp, &m);
+    if (d->status == CLEF_OK)
+        d->status = clef_context_create(m, NULL, &c);
+    if (d->status == CLEF_OK)
+        d->status = clef_model_memory(m, &d->model);
+    if (d->status == CLEF_OK)
+        d->status = clef_context_memory(c, &d->context);
+    if (d->status == CLEF_OK) {
+        snprintf(d->name, sizeof d->name, "%s", clef_model_device(m));
+        d->context_tokens = clef_context_max_tokens(c);
+        d->workspace_bytes = clef_context_workspace_bytes(c);
+    } else {
+        snprintf(d->error, sizeof d->error, "%s", clef_last_error());
+    }
+    clef_context_free(c);
+    clef_model_free(m);
+}
+
+static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
+
+static void print_device_table(const device_report *d) {
+    if (d->status != CLEF_OK) {
+        printf("device     %s: REFUSED [%d %s] %s\n", d->device, d->status,
+               clef_status_str(d->status), d->error);
+        return;
+    }
+    printf("device     %s: model %.1f MiB resident (weights %.1f MiB, peak %.1f MiB); one "
+           "context of %d tokens %.1f MiB resident (workspace %.1f MiB, peak %.1f MiB); "
+           "together %.1f MiB, peak at most %.1f MiB\n",
+           d->name, mib(d->model.resident), mib(d->model.weights), mib(d->model.peak),
+           d->context_tokens, mib(d->context.resident), mib(d->workspace_bytes),
+           mib(d->context.peak), mib(d->model.resident + d->context.resident),
+           mib(d->model.peak + d->context.peak));
+}
+
+static void print_device_json(const device_report *d) {
+    printf(", \"device\": {\"name\": ");
+    cli_json_string(stdout, d->status == CLEF_OK ? d->name : d->device);
+    if (d->status != CLEF_OK) {
+        printf(", \"status\": %d, \"kind\": ", d->status);
+        cli_json_string(stdout, clef_status_str(d->status));
+        printf(", \"error\": ");
+        cli_json_string(stdout, d->error);
+        printf("}");
+        return;
+    }
+    printf(", \"model_resident_bytes\": %llu, \"model_peak_bytes\": %llu, \"weight_bytes\": %llu, "
+           "\"context_tokens\": %d, \"context_resident_bytes\": %llu, \"context_peak_bytes\": %llu, "
+           "\"context_workspace_bytes\": %llu, \"device_used_bytes\": %llu, "
+           "\"device_total_bytes\": %llu}",
+           (unsigned long long)d->model.resident, (unsigned long long)d->model.peak,
+           (unsigned long long)d->model.weights, d->context_tokens,
+           (unsigned long long)d->context.resident, (unsigned long long)d->context.peak,
+           (unsigned long long)d->workspace_bytes, (unsigned long long)d->model.device_used,
+           (unsigned long long)d->model.device_total);
 }
 
 int cmd_inspect(int argc, char **argv) {
     const char *dir = NULL;
     int as_json = 0;
+    device_report dev = {0};
     clef_release_opts opts = clef_release_default_opts();
     opts.keep_going = 1;
     for (int i = 1; i < argc; i++) {
@@ -315,6 +400,22 @@ int cmd_inspect(int argc, char **argv) {
             opts.verify_hashes = 1;
         } else if (!strcmp(argv[i], "--allow-unknown")) {
             opts.allow_unknown_tensors = 1;
+        } else if (!strcmp(argv[i], "--device")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "clef inspect: --device needs a value (cpu, cuda, cuda:N)\n\n");
+                usage(stderr);
+                return 2;
+            }
+            dev.device = argv[++i];
+        } else if (!strcmp(argv[i], "--profile")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "clef inspect: --profile needs a value (resident, host-embed)\n\n");
+                usage(stderr);
+                return 2;
+            }
+            int prc = cli_parse_profile("inspect", argv[++i], &dev.profile);
+            if (prc)
+                return prc;
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "clef inspect: unknown option '%s'\n\n", argv[i]);
             usage(stderr);
@@ -382,10 +483,20 @@ int cmd_inspect(int argc, char **argv) {
         blocking += !(opts.allow_unknown_tensors && p->status == CLEF_ERR_TENSOR_UNEXPECTED);
     }
     blocking += k.tokenizer_status != CLEF_OK;
-    if (as_json)
+    if (dev.device && !blocking) {
+        device_measure(dir, &dev);
+        blocking += dev.status != CLEF_OK;
+    }
+    if (as_json) {
         print_json(rel, groups, blocking == 0, &k);
-    else
+        if (dev.device && (dev.status != CLEF_OK || dev.name[0])) /* not asked when refused */
+            print_device_json(&dev);
+        printf("}\n");
+    } else {
         print_table(rel, groups, &k);
+        if (dev.device && (dev.status != CLEF_OK || dev.name[0]))
+            print_device_table(&dev);
+    }
     clef_release_free(rel);
     return blocking ? 1 : 0;
 }

@@ -31,7 +31,7 @@ static void run_usage(FILE *out) {
             "usage: clef run --model DIR [--record FILE|-]\n"
             "                [--questions FILE|- (--state TEXT | --state-file FILE)]\n"
             "                [--device cpu|cuda[:N]] [--max-length N] [--threads N]\n"
-            "                [--truncation truncate|refuse]\n"
+            "                [--profile resident|host-embed] [--truncation truncate|refuse]\n"
             "                [--json|--table] [--quiet]\n"
             "\n"
             "Decide one record with the Clef release in DIR and print the answer.\n"
@@ -53,6 +53,11 @@ static void run_usage(FILE *out) {
             "  --device D         where the model runs: cpu (the default), cuda (GPU 0) or\n"
             "                     cuda:N (GPU N); on a GPU, the device memory the model and\n"
             "                     the decision held is reported on stderr (unless --quiet)\n"
+            "  --profile P        weight placement on a GPU: 'resident' (default: every\n"
+            "                     backbone and head weight in device memory) or 'host-embed'\n"
+            "                     (embed_tokens stays in host RAM; only the prompt's rows are\n"
+            "                     copied per forward). lm_head is never resident: the option\n"
+            "                     rows a record needs are read from the release file\n"
             "  --max-length N     tokens per record, prompt included, 1 to 262144\n"
             "                     (default 16384)\n"
             "  --threads N        CPU threads, 1 to the number of cores (default: all cores;\n"
@@ -191,6 +196,7 @@ int cmd_run(int argc, char **argv) {
     const char *state_text = NULL, *state_file = NULL, *device = NULL;
     int max_length = 0, threads = 0, quiet = 0, format = 0; /* format: 0 auto, 1 json, 2 table */
     clef_truncation truncation = CLEF_TRUNCATION_TRUNCATE;
+    clef_profile profile = CLEF_PROFILE_RESIDENT;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_value = i + 1 < argc;
@@ -206,7 +212,8 @@ int cmd_run(int argc, char **argv) {
         } else if (!strcmp(a, "--model") || !strcmp(a, "--record") || !strcmp(a, "--questions") ||
                    !strcmp(a, "--state") || !strcmp(a, "--state-file") ||
                    !strcmp(a, "--max-length") || !strcmp(a, "--threads") ||
-                   !strcmp(a, "--truncation") || !strcmp(a, "--device")) {
+                   !strcmp(a, "--truncation") || !strcmp(a, "--device") ||
+                   !strcmp(a, "--profile")) {
             if (!has_value)
                 return usage_error("%s needs a value", a);
             const char *v = argv[++i];
@@ -223,6 +230,8 @@ int cmd_run(int argc, char **argv) {
                 state_file = v;
             else if (!strcmp(a, "--device"))
                 device = v;
+            else if (!strcmp(a, "--profile"))
+                rc = cli_parse_profile("run", v, &profile);
             else if (!strcmp(a, "--max-length"))
                 rc = cli_parse_int("run", a, v, 1, RUN_MAX_LENGTH_LIMIT, &max_length);
             else if (!strcmp(a, "--threads"))
@@ -286,6 +295,7 @@ int cmd_run(int argc, char **argv) {
     mp.max_length = max_length;
     mp.truncation = truncation;
     mp.device = device;
+    mp.profile = profile;
     if (!quiet && isatty(STDERR_FILENO)) {
         mp.progress = show_progress;
         mp.progress_user = &ps;

@@ -23,7 +23,7 @@
 
 static void serve_usage(FILE *out) {
     fprintf(out,
-            "usage: clef serve --model DIR [--name NAME] [--device cpu] [--host ADDR] [--port N]\n"
+            "usage: clef serve --model DIR [--name NAME] [--device D] [--profile P] [--host ADDR] [--port N]\n"
             "                  [--token T | --token-file F] [--insecure-no-token]\n"
             "                  [--contexts N] [--threads N] [--max-batch-tokens N]\n"
             "                  [--max-batch-requests N] [--max-queue N] [--max-length N]\n"
@@ -39,7 +39,10 @@ static void serve_usage(FILE *out) {
             "  --model DIR            release directory\n"
             "  --name NAME            the model name served (GET /v1/models; the Workers AI route\n"
             "                         answers only @cf/cloudflare/NAME); default: DIR's base name\n"
-            "  --device cpu           where the model runs (only cpu in this build)\n"
+            "  --device D             where the model runs: cpu (default), cuda (GPU 0) or\n"
+            "                         cuda:N; each context gets its own CUDA stream\n"
+            "  --profile P            weight placement on a GPU: resident (default) or\n"
+            "                         host-embed (embed_tokens in host RAM)\n"
             "  --host ADDR            address to listen on (default 127.0.0.1)\n"
             "  --port N               TCP port (default 8080; 0 = any free port, printed on stderr)\n"
             "  --token T              require 'Authorization: Bearer T' (all routes but /health\n"
@@ -166,12 +169,13 @@ int cmd_serve(int argc, char **argv) {
             p.model_dir = val;
         else if (!strcmp(a, "--name"))
             p.served_name = val;
-        else if (!strcmp(a, "--device")) {
-            if (strcmp(val, "cpu") != 0) {
-                fprintf(stderr, "clef serve: --device '%s': this build runs on 'cpu' only\n", val);
-                return 2;
-            }
-        } else if (!strcmp(a, "--host"))
+        else if (!strcmp(a, "--device"))
+            p.device = val; /* a device that cannot run is refused by the load (exit 1) */
+        else if (!strcmp(a, "--profile")) {
+            if ((rc = cli_parse_profile("serve", val, &p.profile)))
+                return rc;
+        }
+        else if (!strcmp(a, "--host"))
             p.host = val;
         else if (!strcmp(a, "--port")) {
             if (!(rc = parse_long_arg(a, val, 0, 65535, &v)))
