@@ -5,12 +5,13 @@
 #
 #   bench/gpu/run_h200.sh BIN_DIR LOG_DIR [steps]
 #
-# BIN_DIR holds test_cuda_ops, test_cuda_model, bench_gpu_forward, bench_gpu_cores (built
+# BIN_DIR holds test_cuda_ops, test_cuda_model, test_cuda_decide, bench_gpu_forward,
+# bench_gpu_cores (built
 # with -DCLEF_CUDA=ON)
 # and, optionally, lib/ (shared libraries the GPU machine lacks) and whl/ (Python wheels of
 # flash-linear-attention and fla-core for the peer). Run from the repository root (the
 # model test reads tests/backbone/fixtures); peer_transformers.py is found beside this script.
-# steps: any of ops model cores9 cores27 ncu27 bench9 peer9 bench27 peer27 (default: all but
+# steps: any of ops model decide cores9 cores27 ncu27 bench9 peer9 bench27 peer27 (default: all but
 # ncu27), each optionally with a time limit in seconds, e.g. ops:90 (default 600). cores*: the
 # delta rule and attention alone per layer (bench_gpu_cores); ncu27: the same under Nsight
 # Compute, one duration per kernel launch.
@@ -18,7 +19,7 @@ set -u -o pipefail
 BIN=$1
 LOG=$2
 shift 2
-STEPS=${*:-"ops model cores9 cores27 bench9 peer9 bench27 peer27"}
+STEPS=${*:-"ops model decide cores9 cores27 bench9 peer9 bench27 peer27"}
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$LOG"
 # cuBLASLt: the toolkit's, or the one PyTorch's wheels carry
@@ -46,6 +47,7 @@ for step in $STEPS; do
   case $s in
     ops) $T "$BIN/test_cuda_ops" 2>&1 | tee "$LOG/ops.log" | tail -n 60 ;;
     model) $T "$BIN/test_cuda_model" 2>&1 | tee "$LOG/model.log" | tail -n 30 ;;
+    decide) $T "$BIN/test_cuda_decide" 2>&1 | tee "$LOG/decide.log" | tail -n 30 ;;
     cores9) $T "$BIN/bench_gpu_cores" 9b 2>&1 | tee "$LOG/cores_9b.log" ;;
     cores27) $T "$BIN/bench_gpu_cores" 27b 2>&1 | tee "$LOG/cores_27b.log" ;;
     ncu27) $T ncu --clock-control none --metrics gpu__time_duration.sum --launch-count 40 \

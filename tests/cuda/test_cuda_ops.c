@@ -524,6 +524,9 @@ int main(void) {
     test_matmul(300, 1024, 768, 1, 0, 1);
     test_matmul(1, 33, 17, 0, 1, 0);
     test_matmul(45, 130, 70, 0, 0, 1);
+    test_matmul(13, 64, 1, 1, 0, 0); /* weights of < 16 rows: the small-matmul kernel */
+    test_matmul(7, 40, 5, 1, 1, 1);
+    test_matmul(9, 33, 3, 0, 1, 0);
     test_get_rows();
     for (int which = 0; which < 6; which++) {
         test_rows(which, 1, 5);

@@ -179,80 +179,6 @@ __global__ void __launch_bounds__(GDN_WARPS * 32) k_gdn_recurrent(clef_gdn_args 
             }
 }
 
-/* ---- token by token, dk = 128: 8 columns per warp ---------------------------------------
- * The same recurrence for Qwen3.5's key head dim, laid out so a step needs few shuffles: lane
- * (c, r) = (lane / 4, lane % 4) holds rows 32 r .. 32 r + 31 of column j0 + c of S. A dot
- * product over dk is 32 FMAs per lane and two shuffles (xor 1, 2) that sum the 4 lanes of a
- * column, one shuffle instruction serving all 8 columns of the warp (the 2-column layout
- * above spends 5 shuffles per column and dot product). k^ and q^ of the next token (32 floats
- * each per lane, read as float4 from the normalised scratch) are loaded while the current
- * token computes. */
-#define GDN8_WARPS 4
-
-__global__ void __launch_bounds__(GDN8_WARPS * 32) k_gdn_recurrent8(clef_gdn_args a, const float *qn, const float *kn) {
-    const int64_t h = blockIdx.y;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, c = lane >> 2, r = lane & 3;
-    const int64_t dv = a.dv, Hv = a.n_v_heads, ldqk = a.n_k_heads * 128;
-    const int64_t j = ((int64_t)blockIdx.x * GDN8_WARPS + warp) * 8 + c;
-    const bool col_ok = j < dv;
-    const int64_t kh = h / (a.n_v_heads / a.n_k_heads);
-    float S[32];
-    float *state = a.state ? a.state + h * 128 * dv : NULL;
-#pragma unroll
-    for (int m = 0; m < 32; m++)
-        S[m] = (state && col_ok) ? state[(int64_t)(32 * r + m) * dv + j] : 0.0f;
-    float4 nk[8], nq[8];
-    float nv = 0.0f, ng = 0.0f, nb = 0.0f;
-    auto load = [&](int64_t t) {
-        const float4 *kp = (const float4 *)(kn + t * ldqk + kh * 128 + 32 * r);
-        const float4 *qp = (const float4 *)(qn + t * ldqk + kh * 128 + 32 * r);
-#pragma unroll
-        for (int u = 0; u < 8; u++)
-            nk[u] = kp[u], nq[u] = qp[u];
-        nv = col_ok ? a.v[t * a.ldv + h * dv + j] : 0.0f;
-        ng = a.g[t * Hv + h];
-        nb = a.beta[t * Hv + h];
-    };
-    if (a.T > 0)
-        load(0);
-    for (int64_t t = 0; t < a.T; t++) {
-        float k[32], q[32];
-#pragma unroll
-        for (int u = 0; u < 8; u++) {
-            k[4 * u] = nk[u].x, k[4 * u + 1] = nk[u].y, k[4 * u + 2] = nk[u].z, k[4 * u + 3] = nk[u].w;
-            q[4 * u] = nq[u].x, q[4 * u + 1] = nq[u].y, q[4 * u + 2] = nq[u].z, q[4 * u + 3] = nq[u].w;
-        }
-        const float v = nv, eg = expf(ng), beta = nb;
-        if (t + 1 < a.T)
-            load(t + 1);
-        float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-        for (int m = 0; m < 32; m++) {
-            S[m] *= eg;
-            d[m & 3] += S[m] * k[m];
-        }
-        float dot = (d[0] + d[1]) + (d[2] + d[3]);
-        dot += __shfl_xor_sync(0xffffffffu, dot, 1);
-        dot += __shfl_xor_sync(0xffffffffu, dot, 2);
-        const float uu = beta * (v - dot);
-        float o4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-        for (int m = 0; m < 32; m++) {
-            S[m] += k[m] * uu;
-            o4[m & 3] += S[m] * q[m];
-        }
-        float o = (o4[0] + o4[1]) + (o4[2] + o4[3]);
-        o += __shfl_xor_sync(0xffffffffu, o, 1);
-        o += __shfl_xor_sync(0xffffffffu, o, 2);
-        if (r == 0 && col_ok)
-            a.o[t * a.ldo + h * dv + j] = o;
-    }
-    if (state && col_ok)
-#pragma unroll
-        for (int m = 0; m < 32; m++)
-            state[(int64_t)(32 * r + m) * dv + j] = S[m];
-}
-
 /* ---- chunked form (WY/UT), see the file comment ------------------------------------------ */
 
 #include <mma.h>
@@ -656,13 +582,6 @@ static void gdn_one(clef_backend *be, const clef_gdn_args *args, void *scratch) 
     dim3 grid((unsigned)((args->dv + cols_per_block - 1) / cols_per_block), (unsigned)args->n_v_heads);
     const unsigned qk_blocks = (unsigned)((args->T * args->n_k_heads + 3) / 4);
     float *qn = (float *)scratch, *kn = qn + args->T * args->n_k_heads * args->dk;
-    if (args->dk == 128 && !((uintptr_t)scratch & 15)) { /* Qwen3.5's key heads: the 8-column layout */
-        k_gdn_qk<4><<<qk_blocks, 128, 0, ctx->stream>>>(*args, qn, kn);
-        dim3 grid8((unsigned)((args->dv + 8 * GDN8_WARPS - 1) / (8 * GDN8_WARPS)), (unsigned)args->n_v_heads);
-        k_gdn_recurrent8<<<grid8, GDN8_WARPS * 32, 0, ctx->stream>>>(*args, qn, kn);
-        CUDA_CHECK_LAUNCH(be, "gdn kernel");
-        return;
-    }
     const int rpl = (int)((args->dk + 31) / 32);
     switch (rpl) {
 #define GDN_CASE(R)                                                                        \

@@ -37,6 +37,42 @@ __global__ void k_add_bias(int64_t T, int64_t N, const float *bias, float *y, in
     y[t * ldy + c] += bias[c];
 }
 
+/* y[t, n] (+)= sum_k b[t, k] w[n, k], one thread per output, fp32 accumulation in k order:
+ * the path for weights of fewer than CUDA_SMALL_N rows (the joint head's 1-row scorers, the
+ * GDN's narrow projections are wider), where cuBLASLt plans made for 2,048 rows were seen to
+ * refuse a call (status 15, NOT_SUPPORTED, on an H200 for a 1 x 64 weight at 13 rows), and the
+ * fallback when cuBLASLt refuses any call. Chosen by the weight's shape alone, so a row's
+ * result never depends on the batch around it. */
+__device__ __forceinline__ float to_float_mm(float v) { return v; }
+__device__ __forceinline__ float to_float_mm(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+#define CUDA_SMALL_N 16
+template <typename TW, typename TB>
+__global__ void k_matmul_small(int64_t T, int64_t N, int64_t K, const TW *w, int64_t ldw, const TB *b, int64_t ldb,
+                               float *y, int64_t ldy, int accumulate) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= T * N)
+        return;
+    const int64_t t = i / N, n = i - t * N;
+    float acc = 0.0f;
+    for (int64_t k = 0; k < K; k++)
+        acc = fmaf(to_float_mm(b[t * ldb + k]), to_float_mm(w[n * ldw + k]), acc);
+    y[t * ldy + n] = accumulate ? y[t * ldy + n] + acc : acc;
+}
+
+static void matmul_small(clef_backend *be, int64_t T, int64_t N, int64_t K, const clef_matrix *w, const void *B,
+                         int64_t ldb, float *y, int64_t ldy, int accumulate) {
+    cuda_context *ctx = cuda_ctx(be);
+    const unsigned blocks = cuda_blocks(T * N, 128);
+    if (w->type == CLEF_WTYPE_BF16)
+        k_matmul_small<<<blocks, 128, 0, ctx->stream>>>(T, N, K, (const __nv_bfloat16 *)w->data, w->ld,
+                                                        (const __nv_bfloat16 *)B, ldb, y, ldy, accumulate);
+    else
+        k_matmul_small<<<blocks, 128, 0, ctx->stream>>>(T, N, K, (const float *)w->data, w->ld, (const float *)B, ldb,
+                                                        y, ldy, accumulate);
+    CUDA_CHECK_LAUNCH(be, "small matmul kernel");
+}
+
 static int ptr_align(const void *p) {
     uintptr_t a = (uintptr_t)p;
     int al = 256;
@@ -191,19 +227,13 @@ void cuda_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const
         ctx->status = clef_fail(CLEF_ERR_UNSUPPORTED, "CUDA matmul: weight type %s is not supported", clef_wtype_name(w->type));
         return;
     }
-    cuda_gemm_plan *p = gemm_plan(be, w->type, (int)N, (int)T, (int)K, (int)w->ld, (int)ldb, (int)ldy, w->data, B, y,
-                                  accumulate);
-    if (!p) {
-        ctx->status = clef_fail(CLEF_ERR_INTERNAL, "CUDA matmul: cuBLASLt has no algorithm for %s [%lld x %lld] x %lld rows",
-                                clef_wtype_name(w->type), (long long)N, (long long)K, (long long)T);
-        return;
-    }
+    cuda_gemm_plan *p = N < CUDA_SMALL_N ? NULL
+                                         : gemm_plan(be, w->type, (int)N, (int)T, (int)K, (int)w->ld, (int)ldb, (int)ldy,
+                                                     w->data, B, y, accumulate);
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-    cublasStatus_t s = cublasLtMatmul(ctx->lt, p->desc, &alpha, w->data, p->la, B, p->lb, &beta, y, p->lc, y, p->lc,
-                                      &p->algo, ctx->lt_workspace, ctx->lt_workspace_bytes, ctx->stream);
-    if (s != CUBLAS_STATUS_SUCCESS && ctx->status == CLEF_OK)
-        ctx->status = clef_fail(CLEF_ERR_INTERNAL, "CUDA matmul: cublasLtMatmul failed (status %d) for [%lld x %lld] x %lld rows",
-                                (int)s, (long long)N, (long long)K, (long long)T);
+    if (!p || cublasLtMatmul(ctx->lt, p->desc, &alpha, w->data, p->la, B, p->lb, &beta, y, p->lc, y, p->lc, &p->algo,
+                             ctx->lt_workspace, ctx->lt_workspace_bytes, ctx->stream) != CUBLAS_STATUS_SUCCESS)
+        matmul_small(be, T, N, K, w, B, ldb, y, ldy, accumulate); /* nothing was written by a refused call */
     if (bias) {
         k_add_bias<<<cuda_blocks(T * N, 256), 256, 0, ctx->stream>>>(T, N, bias, y, ldy);
         CUDA_CHECK_LAUNCH(be, "bias kernel");
