@@ -126,7 +126,7 @@ static size_t check_precision(const char *name) {
     if (lc.s && lg.s) {
         float *hc = malloc(sizeof(float) * (size_t)(total * D)), *hg = malloc(sizeof(float) * (size_t)(total * D));
         float *he = malloc(sizeof(float) * (size_t)(total * D)), *alone = malloc(sizeof(float) * (size_t)(total * D));
-        float *sel = malloc(sizeof(float) * (size_t)(max_T * D));
+        float *sel = malloc(sizeof(float) * (size_t)(max_T * D)), *alone_fp32 = malloc(sizeof(float) * (size_t)(max_T * D));
         int64_t off = 0;
         for (int64_t i = 0; i < n; i++) {
             int64_t seq[2] = {0, r[i].T};
@@ -135,6 +135,11 @@ static size_t check_precision(const char *name) {
             clef_backend_cuda_set_convrot_exact(gpu, 1);
             CHECK_EQ_INT(run(&lg, 1, seq, r[i].ids, he), CLEF_OK);
             clef_backend_cuda_set_convrot_exact(gpu, 0);
+            /* where the GPU's difference comes from: the same with fp32 attention */
+            clef_backend_cuda_set_attention_fp32(gpu, 1);
+            CHECK_EQ_INT(run(&lg, 1, seq, r[i].ids, alone_fp32), CLEF_OK);
+            clef_backend_cuda_set_attention_fp32(gpu, 0);
+            double e_att = rel_l2(alone_fp32, hc, (size_t)(r[i].T * D));
             double e_cpu = rel_l2(hg, hc, (size_t)(r[i].T * D)), e_exact = rel_l2(he, hc, (size_t)(r[i].T * D));
             for (int64_t j = 0; j < r[i].n_rows; j++)
                 memcpy(sel + j * D, hg + (int64_t)r[i].rows[j] * D, sizeof(float) * (size_t)D);
@@ -142,9 +147,9 @@ static size_t check_precision(const char *name) {
             for (int64_t j = 0; j < r[i].n_rows; j++)
                 memcpy(sel + j * D, hc + (int64_t)r[i].rows[j] * D, sizeof(float) * (size_t)D);
             double e_cpu_lib = rel_l2(sel, r[i].hidden, (size_t)(r[i].n_rows * D));
-            printf("%-4s T=%4lld  GPU vs CPU rel L2 %.3g (INT8 exact rotation: %.3g)   GPU vs library %.3g   "
-                   "(CPU vs library %.3g)\n",
-                   name, (long long)r[i].T, e_cpu, e_exact, e_lib, e_cpu_lib);
+            printf("%-4s T=%4lld  GPU vs CPU rel L2 %.3g (INT8 exact rotation: %.3g, fp32 attention: %.3g)   GPU vs "
+                   "library %.3g   (CPU vs library %.3g)\n",
+                   name, (long long)r[i].T, e_cpu, e_exact, e_att, e_lib, e_cpu_lib);
             CHECK_MSG(e_cpu <= 1e-2, "%s T=%lld: GPU vs CPU %.3g > 1e-2", name, (long long)r[i].T, e_cpu);
             CHECK_MSG(e_lib <= 1e-2, "%s T=%lld: GPU vs library %.3g > 1e-2", name, (long long)r[i].T, e_lib);
             memcpy(alone + off * D, hg, sizeof(float) * (size_t)(r[i].T * D));
@@ -164,7 +169,7 @@ static size_t check_precision(const char *name) {
         resident = qwen35_weight_bytes(lg.m);
         printf("%-4s weights resident on the GPU: %zu bytes; FP8 matmuls: %s\n", name, resident,
                clef_cuda_fp8_gemm_path(gpu));
-        free(seq), free(ids), free(hc), free(hg), free(he), free(alone), free(sel);
+        free(seq), free(ids), free(hc), free(hg), free(he), free(alone), free(sel), free(alone_fp32);
     }
     qwen35_state_free(lc.s), qwen35_free(lc.m);
     qwen35_state_free(lg.s), qwen35_free(lg.m);

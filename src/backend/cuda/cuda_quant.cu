@@ -6,6 +6,10 @@
  */
 #include "backend/cuda/cuda_quant_internal.cuh"
 
+extern "C" {
+#include "core/log.h"
+}
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +101,11 @@ static int qplan_build(clef_backend *be, cuda_qplan *p) {
         int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
         ok = ok && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode) == CUBLAS_STATUS_SUCCESS;
         ok = ok && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode) == CUBLAS_STATUS_SUCCESS;
+        /* the heuristic judges a scaled matmul with its scale pointers set: stand-ins until
+         * each call sets the real ones (never read by the heuristic) */
+        const void *stand_in = ctx->lt_workspace;
+        ok = ok && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &stand_in, sizeof stand_in) == CUBLAS_STATUS_SUCCESS;
+        ok = ok && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &stand_in, sizeof stand_in) == CUBLAS_STATUS_SUCCESS;
     }
     if (p->kind != CUDA_QPLAN_INT8) {
         int8_t fast = 0; /* keep cuBLASLt's periodic promotion of the fp8 partial sums to fp32 */
@@ -120,8 +129,13 @@ static int qplan_build(clef_backend *be, cuda_qplan *p) {
         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ca, sizeof ca);
         cublasLtMatmulHeuristicResult_t res;
         int found = 0;
-        ok = cublasLtMatmulAlgoGetHeuristic(ctx->lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &found) ==
-                 CUBLAS_STATUS_SUCCESS && found > 0;
+        cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(ctx->lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res,
+                                                           &found);
+        ok = hs == CUBLAS_STATUS_SUCCESS && found > 0;
+        if (!ok)
+            clef_log(p->kind == CUDA_QPLAN_FP8_OUTER ? CLEF_LOG_WARN : CLEF_LOG_INFO, "CUDA: cuBLASLt has no %s algorithm for [%d x %d] x %d rows, ldc %d (status %d)",
+                     p->kind == CUDA_QPLAN_FP8_OUTER ? "FP8 outer-vector" : p->kind == CUDA_QPLAN_INT8 ? "int8" : "FP8",
+                     p->m, p->k, CUDA_QUANT_CANON_ROWS, p->ldc, (int)hs);
         if (ok)
             p->algo = res.algo;
     }

@@ -183,9 +183,10 @@ extern "C" void clef_cuda_convrot_quantize_tokens(clef_backend *be, int64_t T, i
                         "has %d", (long long)K, smem, dev_max);
         return;
     }
-    if (smem > 48 * 1024)
-        cuda_record(be, cudaFuncSetAttribute(k_convrot_quantize_rows, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             (int)smem), "ConvRot quantizer shared memory");
+    /* always: the kernel's static shared memory counts against the 48 KB default too (a
+     * 12,288-wide row, exactly 48 KB dynamic, failed to launch without it) */
+    cuda_record(be, cudaFuncSetAttribute(k_convrot_quantize_rows, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)smem), "ConvRot quantizer shared memory");
     k_convrot_quantize_rows<<<(unsigned)T, QACT_THREADS, smem, ctx->stream>>>(K, x, ldx, rotate, exact, static_scale,
                                                                               q, scale);
     CUDA_CHECK_LAUNCH(be, "ConvRot activation quantizer kernel");
