@@ -13,6 +13,7 @@ APT_PACKAGES=(
   libmicrohttpd-dev # the HTTP server of `clef serve` (src/server)
   wrk               # bench/serve: the loopback load test of `clef serve`
   libpng-dev libjpeg62-turbo-dev libwebp-dev libexif-dev # image decoding (src/media/codec_*)
+  libavformat-dev libavcodec-dev libswscale-dev libavutil-dev # video (src/media/video_codec.c)
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

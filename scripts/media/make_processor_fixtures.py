@@ -31,6 +31,8 @@ Writes tests/media/fixtures/processor/:
                            processor_config.json) and what Qwen2VLImageProcessorPil reads from
                            them: name patch temporal merge min_pixels max_pixels mean std
                            rescale_factor;
+  video_configs.txt        the same for video processor configs (Qwen3VLVideoProcessor), with
+                           fps min_frames max_frames after rescale_factor;
   resize.txt               Pillow BICUBIC resizes of a synthetic RGB image that the test makes
                            itself (pixel formula below), no file needed:
       src_w src_h dst_w dst_h sha256
@@ -45,7 +47,7 @@ import struct
 import zlib
 
 import numpy as np
-from PIL import Image
+from PIL import Image, PngImagePlugin
 from transformers.image_utils import load_image
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
     Qwen2VLImageProcessorPil, smart_resize)
@@ -174,6 +176,25 @@ def make_images():
     save("progressive.jpg", base, "JPEG", quality=80, progressive=True)
     for o in range(1, 9):
         save("exif%d.jpg" % o, pattern(29, 18, o), "JPEG", quality=90, exif=exif_orientation(o))
+    # XMP orientation (Pillow's fallback when EXIF has no Orientation tag)
+    def xmp(v, form):
+        inner = ('tiff:Orientation="%d"' % v) if form == "attr" else (
+            "<tiff:Orientation>%d</tiff:Orientation>" % v)
+        return ('<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/'
+                '02/22-rdf-syntax-ns#"><rdf:Description xmlns:tiff="http://ns.adobe.com/tiff/1.0/"'
+                ' %s/></rdf:RDF></x:xmpmeta>' % inner if form == "attr" else
+                '<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:Description>%s</rdf:Description>'
+                '</x:xmpmeta>' % inner).encode()
+    save("xmp6.jpg", pattern(29, 18, 21), "JPEG", quality=90, xmp=xmp(6, "attr"))
+    save("exif1_xmp6.jpg", pattern(29, 18, 22), "JPEG", quality=90, exif=exif_orientation(1),
+         xmp=xmp(6, "attr"))
+    save("xmp5.webp", pattern(24, 40, 23), "WEBP", lossless=True, xmp=xmp(5, "elem"))
+    info = PngImagePlugin.PngInfo()
+    info.add_itxt("XML:com.adobe.xmp", xmp(8, "attr").decode())
+    save("xmp8_itxt.png", pattern(23, 31, 24), "PNG", pnginfo=info)
+    info = PngImagePlugin.PngInfo()
+    info.add_text("XML:com.adobe.xmp", xmp(3, "elem").decode())
+    save("xmp3_text.png", pattern(23, 31, 25), "PNG", pnginfo=info)
     # WebP
     save("lossy.webp", base, "WEBP", quality=80)
     save("lossless.webp", base, "WEBP", lossless=True)
@@ -241,6 +262,7 @@ CASES = [
         "exif8_after.png", "rgb420.jpg", "rgb444.jpg", "rgb422.jpg", "gray.jpg", "cmyk.jpg",
         "progressive.jpg", *["exif%d.jpg" % o for o in range(1, 9)], "lossy.webp",
         "lossless.webp", "alpha_lossy.webp", "alpha_lossless.webp", "exif6.webp",
+        "xmp6.jpg", "exif1_xmp6.jpg", "xmp5.webp", "xmp8_itxt.png", "xmp3_text.png",
         "tiny_1x1.png", "tiny_3x2.jpg", "wide_200x1.png", "tall_1x200.png", "tall_3x577.webp",
         "odd_333x97.jpg"]],
     ("huge_small_max", "huge_4000x4000.png", dict(max_pixels=1003520)),
@@ -282,6 +304,40 @@ CONFIGS = {
 }
 
 
+VIDEO_CONFIGS = {
+    "qwen35_video_preprocessor_config.json": {
+        "size": {"longest_edge": 25165824, "shortest_edge": 4096}, "patch_size": 16,
+        "temporal_patch_size": 2, "merge_size": 2, "image_mean": [0.5, 0.5, 0.5],
+        "image_std": [0.5, 0.5, 0.5], "fps": 2, "min_frames": 4, "max_frames": 768,
+        "processor_class": "Qwen3VLProcessor", "video_processor_type": "Qwen3VLVideoProcessor"},
+    "nested_video_processor_config.json": {
+        "video_processor": {"size": {"longest_edge": 786432, "shortest_edge": 131072},
+                            "patch_size": 4, "fps": 1.5, "min_frames": 2, "max_frames": 64,
+                            "image_mean": 0.25, "image_std": [0.5, 0.25, 0.125]},
+        "processor_class": "Qwen3VLProcessor"},
+}
+
+
+def write_video_configs():
+    from transformers.models.qwen3_vl.video_processing_qwen3_vl import Qwen3VLVideoProcessor
+    lines = []
+    for name, cfg in VIDEO_CONFIGS.items():
+        with open(os.path.join(OUT, name), "w") as f:
+            json.dump(cfg, f, indent=2)
+        flat = cfg.get("video_processor", cfg)
+        kw = {k: v for k, v in flat.items() if k not in ("processor_class", "video_processor_type")}
+        p = Qwen3VLVideoProcessor(**kw)
+        mean = p.image_mean if isinstance(p.image_mean, (list, tuple)) else [p.image_mean] * 3
+        std = p.image_std if isinstance(p.image_std, (list, tuple)) else [p.image_std] * 3
+        lines.append("%s %d %d %d %d %d %s %s %r %r %d %d" % (
+            name, p.patch_size, p.temporal_patch_size, p.merge_size, p.size.shortest_edge,
+            p.size.longest_edge, ",".join(repr(float(np.float32(v))) for v in mean),
+            ",".join(repr(float(np.float32(v))) for v in std), float(p.rescale_factor),
+            float(p.fps), p.min_frames, p.max_frames))
+    with open(os.path.join(OUT, "video_configs.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def write_configs():
     lines = []
     for name, cfg in CONFIGS.items():
@@ -303,6 +359,7 @@ def write_configs():
 def main():
     os.makedirs(OUT, exist_ok=True)
     write_configs()
+    write_video_configs()
     files = make_images()
     for name, data in files.items():
         with open(os.path.join(OUT, name), "wb") as f:

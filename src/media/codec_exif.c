@@ -2,7 +2,9 @@
  * codec_exif.c — the EXIF Orientation tag through libexif (see codec.h).
  *
  * Pillow's exif_transpose reads Image.getexif()[0x0112], i.e. IFD0 only (IFD1 describes the
- * thumbnail), and applies it when it is a single integer 2..8. libexif is told not to "fix"
+ * thumbnail), and applies it when it is a single integer 2..8. When EXIF has no such tag,
+ * getexif() takes it from the XMP packet (the regular expression tiff:Orientation(="|>)([0-9])),
+ * which clef_codec_xmp_orientation reproduces. libexif is told not to "fix"
  * the data to the specification (that may add default entries) so only what the file says is
  * read.
  */
@@ -17,20 +19,20 @@ static const uint8_t exif_header[6] = {'E', 'x', 'i', 'f', 0, 0};
 
 int clef_codec_exif_orientation(const uint8_t *data, size_t size) {
     if (!data || size == 0 || size > ((size_t)64 << 20))
-        return 1;
+        return 0;
     uint8_t *owned = NULL;
     const uint8_t *block = data;
     size_t block_size = size;
     if (size < 6 || memcmp(data, exif_header, 6) != 0) { /* bare TIFF (PNG eXIf, WebP EXIF) */
         owned = malloc(size + 6);
         if (!owned)
-            return 1;
+            return 0;
         memcpy(owned, exif_header, 6);
         memcpy(owned + 6, data, size);
         block = owned;
         block_size = size + 6;
     }
-    int orientation = 1;
+    int orientation = 0;
     ExifData *ed = exif_data_new();
     if (ed) {
         exif_data_unset_option(ed, EXIF_DATA_OPTION_FOLLOW_SPECIFICATION);
@@ -39,14 +41,16 @@ int clef_codec_exif_orientation(const uint8_t *data, size_t size) {
                            ? exif_content_get_entry(ed->ifd[EXIF_IFD_0], EXIF_TAG_ORIENTATION)
                            : NULL;
         /* Pillow gives an int for a single BYTE / SHORT / LONG value, a tuple otherwise (which
-         * exif_transpose ignores). */
+         * exif_transpose ignores: any value outside 2..8 leaves the image as stored). */
+        if (e)
+            orientation = 1; /* present: XMP is not consulted */
         if (e && e->data && e->components == 1) {
             ExifByteOrder order = exif_data_get_byte_order(ed);
             if (e->format == EXIF_FORMAT_SHORT && e->size >= 2)
                 orientation = exif_get_short(e->data, order);
             else if (e->format == EXIF_FORMAT_LONG && e->size >= 4)
                 orientation = exif_get_long(e->data, order) <= 8
-                                  ? (int)exif_get_long(e->data, order) : 0;
+                                  ? (int)exif_get_long(e->data, order) : 1;
             else if (e->format == EXIF_FORMAT_BYTE && e->size >= 1)
                 orientation = e->data[0];
         }
@@ -54,4 +58,28 @@ int clef_codec_exif_orientation(const uint8_t *data, size_t size) {
     }
     free(owned);
     return orientation;
+}
+
+int clef_codec_xmp_orientation(const uint8_t *xmp, size_t size) {
+    static const char key[] = "tiff:Orientation";
+    const size_t k = sizeof key - 1;
+    for (size_t i = 0; xmp && i + k + 2 <= size; i++) {
+        if (memcmp(xmp + i, key, k) != 0)
+            continue;
+        const uint8_t *p = xmp + i + k;
+        size_t left = size - i - k;
+        if (left >= 2 && p[0] == '=' && p[1] == '"') { /* ="D */
+            if (left >= 3 && p[2] >= '0' && p[2] <= '9')
+                return p[2] - '0';
+        } else if (p[0] == '>' && p[1] >= '0' && p[1] <= '9') { /* >D */
+            return p[1] - '0';
+        }
+    }
+    return 0;
+}
+
+int clef_codec_orientation(int exif_orientation, int xmp_orientation) {
+    if (exif_orientation != 0)
+        return exif_orientation;
+    return xmp_orientation != 0 ? xmp_orientation : 1;
 }

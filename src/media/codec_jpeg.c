@@ -70,15 +70,24 @@ static void jpeg_job_progress(j_common_ptr cinfo) {
     }
 }
 
-static void read_exif(jpeg_job *job) {
-    /* Pillow keeps the first APP1 segment that starts with "Exif\0\0". */
+static void read_orientation(jpeg_job *job) {
+    /* Pillow keeps the first APP1 segment that starts with "Exif\0\0" and the last XMP one
+     * ("http://ns.adobe.com/xap/1.0/\0" + packet). */
+    static const char xmp_id[] = "http://ns.adobe.com/xap/1.0/";
+    int exif = 0, have_exif = 0, xmp = 0;
     for (jpeg_saved_marker_ptr m = job->cinfo.marker_list; m; m = m->next) {
-        if (m->marker == JPEG_APP0 + 1 && m->data_length >= 6 &&
-            memcmp(m->data, "Exif\0\0", 6) == 0) {
-            job->orientation = clef_codec_exif_orientation(m->data, m->data_length);
-            return;
+        if (m->marker != JPEG_APP0 + 1)
+            continue;
+        if (!have_exif && m->data_length >= 6 && memcmp(m->data, "Exif\0\0", 6) == 0) {
+            exif = clef_codec_exif_orientation(m->data, m->data_length);
+            have_exif = 1;
+        } else if (m->data_length >= sizeof xmp_id &&
+                   memcmp(m->data, xmp_id, sizeof xmp_id) == 0) { /* includes the NUL */
+            xmp = clef_codec_xmp_orientation(m->data + sizeof xmp_id,
+                                             m->data_length - sizeof xmp_id);
         }
     }
+    job->orientation = clef_codec_orientation(exif, xmp);
 }
 
 /* jpeg_create_decompress reports running out of memory through error_exit too. */
@@ -98,7 +107,7 @@ static int jpeg_job_run(jpeg_job *job, const uint8_t *bytes, size_t size, const 
     jpeg_mem_src(cinfo, bytes, (unsigned long)size);
     jpeg_save_markers(cinfo, JPEG_APP0 + 1, 0xffff);
     jpeg_read_header(cinfo, TRUE);
-    read_exif(job);
+    read_orientation(job);
     switch (cinfo->num_components) {
     case 1: cinfo->out_color_space = JCS_GRAYSCALE; break;
     case 3: cinfo->out_color_space = JCS_RGB; break;

@@ -38,7 +38,7 @@ typedef struct png_job {
     uint8_t *native;           /* [height, row_bytes] */
     png_bytep *rows;
     clef_pil_palette palette;
-    int orientation;
+    int exif_orientation, xmp_orientation; /* 0: none */
 } png_job;
 
 static void png_job_read(png_structp png, png_bytep out, size_t n) {
@@ -61,16 +61,32 @@ static void png_job_warning(png_structp png, png_const_charp message) {
     (void)message; /* benign (e.g. a bad ancillary chunk CRC): Pillow decodes on too */
 }
 
+/* The EXIF orientation of an eXIf chunk (0: none yet; the first one found is kept). */
 static void read_exif(png_job *job, png_infop info) {
 #ifdef PNG_eXIf_SUPPORTED
     png_uint_32 n = 0;
     png_bytep exif = NULL;
-    if (job->orientation == 1 && png_get_eXIf_1(job->png, info, &n, &exif) && exif && n > 0)
-        job->orientation = clef_codec_exif_orientation(exif, n);
+    if (job->exif_orientation == 0 && png_get_eXIf_1(job->png, info, &n, &exif) && exif && n > 0)
+        job->exif_orientation = clef_codec_exif_orientation(exif, n);
 #else
     (void)job;
     (void)info;
 #endif
+}
+
+/* Pillow's XMP: the text chunk (tEXt, zTXt or iTXt) keyed "XML:com.adobe.xmp", the last one
+ * when repeated (before or after the image data: Pillow reads the rest of the file when it
+ * looks for EXIF). libpng NUL-terminates the text. */
+static void read_xmp(png_job *job, png_infop info) {
+    png_textp text = NULL;
+    int n = 0;
+    if (!png_get_text(job->png, info, &text, &n))
+        return;
+    for (int i = 0; i < n; i++) {
+        if (text[i].key && strcmp(text[i].key, "XML:com.adobe.xmp") == 0 && text[i].text)
+            job->xmp_orientation = clef_codec_xmp_orientation((const uint8_t *)text[i].text,
+                                                              strlen(text[i].text));
+    }
 }
 
 /* Everything that may longjmp; returns 0, or 1 after a libpng error (message in job). */
@@ -111,6 +127,7 @@ static int png_job_run(png_job *job) {
     job->bit_depth = png_get_bit_depth(job->png, job->info);
     job->row_bytes = png_get_rowbytes(job->png, job->info);
     read_exif(job, job->info);
+    read_xmp(job, job->info);
     job->native = malloc(job->row_bytes * h);
     job->rows = malloc(sizeof(png_bytep) * h);
     if (!job->native || !job->rows)
@@ -120,6 +137,7 @@ static int png_job_run(png_job *job) {
     png_read_image(job->png, job->rows);
     png_read_end(job->png, job->end_info);
     read_exif(job, job->end_info); /* an eXIf chunk after the image data */
+    read_xmp(job, job->end_info);
     return 0;
 }
 
@@ -157,7 +175,6 @@ int clef_codec_png_decode(const uint8_t *bytes, size_t size, const char *what,
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "%s: no memory to decode a PNG", what);
     job->bytes = bytes;
     job->size = size;
-    job->orientation = 1;
     int rc = CLEF_OK;
     job->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, job, png_job_error, png_job_warning);
     if (job->png) {
@@ -178,7 +195,7 @@ int clef_codec_png_decode(const uint8_t *bytes, size_t size, const char *what,
                            what, job->color_type);
         }
     }
-    *orientation = job->orientation;
+    *orientation = clef_codec_orientation(job->exif_orientation, job->xmp_orientation);
     if (job->png)
         png_destroy_read_struct(&job->png, job->info ? &job->info : NULL,
                                 job->end_info ? &job->end_info : NULL);

@@ -34,10 +34,16 @@ int clef_codec_webp_decode(const uint8_t *bytes, size_t size, const char *what,
                          "%s: animated WebP is not supported (send a still image)", what);
     }
     WebPChunkIterator chunk;
+    int exif = 0, xmp = 0;
     if ((flags & EXIF_FLAG) && WebPDemuxGetChunk(demux, "EXIF", 1, &chunk)) {
-        *orientation = clef_codec_exif_orientation(chunk.chunk.bytes, chunk.chunk.size);
+        exif = clef_codec_exif_orientation(chunk.chunk.bytes, chunk.chunk.size);
         WebPDemuxReleaseChunkIterator(&chunk);
     }
+    if ((flags & XMP_FLAG) && WebPDemuxGetChunk(demux, "XMP ", 1, &chunk)) {
+        xmp = clef_codec_xmp_orientation(chunk.chunk.bytes, chunk.chunk.size);
+        WebPDemuxReleaseChunkIterator(&chunk);
+    }
+    *orientation = clef_codec_orientation(exif, xmp);
     WebPDemuxDelete(demux);
 
     WebPDecoderConfig config;

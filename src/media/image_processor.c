@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "media/image_decode.h"
+#include "media/patchify.h"
 #include "media/pil_resize.h"
 #include "media/smart_resize.h"
 
@@ -63,15 +64,53 @@ static int check_params(const clef_image_processor_params *p, const char *what) 
     return CLEF_OK;
 }
 
-/* The value each uint8 becomes, per channel, computed as the reference does: numpy's
- * rescale (x as float64 times the float64 1/255, then cast to float32), then normalize in
- * float32 ((x - mean) / std with float32 mean and std). */
-static void normalize_table(const clef_image_processor_params *p, float table[3][256]) {
+void clef_normalize_table(const clef_image_processor_params *p, clef_normalize_order order,
+                          float table[3][256]) {
     const double rescale_factor = p->rescale_factor;
     for (int c = 0; c < 3; c++) {
+        /* torch: mean * (1 / rescale) as a float32 tensor, likewise std */
+        const float mean_fused = (float)((double)p->image_mean[c] * (1.0 / rescale_factor));
+        const float std_fused = (float)((double)p->image_std[c] * (1.0 / rescale_factor));
         for (int v = 0; v < 256; v++) {
-            float x = (float)((double)v * rescale_factor);
-            table[c][v] = (x - p->image_mean[c]) / p->image_std[c];
+            if (order == CLEF_NORMALIZE_FUSED) {
+                table[c][v] = ((float)v - mean_fused) / std_fused;
+            } else {
+                float x = (float)((double)v * rescale_factor);
+                table[c][v] = (x - p->image_mean[c]) / p->image_std[c];
+            }
+        }
+    }
+}
+
+void clef_patchify_frame(const clef_rgb_image *frame, const float table[3][256],
+                         const clef_image_processor_params *params, int64_t grid_h,
+                         int64_t grid_w, int64_t t, int64_t slot_first, int64_t slot_end,
+                         float *rows) {
+    const int64_t patch = params->patch_size, merge = params->merge_size;
+    const int64_t temporal = params->temporal_patch_size;
+    const int64_t row_len = 3 * temporal * patch * patch;
+    const int64_t width = frame->width;
+    /* Row (t, bh, bw, mh, mw) of the reference's pixel_values holds patch (gh, gw) =
+     * (bh * merge + mh, bw * merge + mw) of temporal group t, as [channel][slot][py][px]. */
+#pragma omp parallel for schedule(static) if (grid_h * grid_w > 256)
+    for (int64_t gh = 0; gh < grid_h; gh++) {
+        for (int64_t gw = 0; gw < grid_w; gw++) {
+            const int64_t bh = gh / merge, mh = gh % merge, bw = gw / merge, mw = gw % merge;
+            const int64_t r =
+                ((t * (grid_h / merge) + bh) * (grid_w / merge) + bw) * merge * merge +
+                mh * merge + mw;
+            float *row = rows + (size_t)r * (size_t)row_len;
+            for (int64_t c = 0; c < 3; c++) {
+                for (int64_t slot = slot_first; slot < slot_end; slot++) {
+                    float *dst = row + (c * temporal + slot) * patch * patch;
+                    for (int64_t py = 0; py < patch; py++) {
+                        const uint8_t *src =
+                            frame->rgb + ((gh * patch + py) * width + gw * patch) * 3 + c;
+                        for (int64_t px = 0; px < patch; px++)
+                            dst[py * patch + px] = table[c][src[px * 3]];
+                    }
+                }
+            }
         }
     }
 }
@@ -110,7 +149,7 @@ int clef_image_pixels_from_frames(const clef_rgb_image *frames, int64_t n_frames
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "%s: no memory for %lld pixel rows", what,
                          (long long)n_rows);
     float table[3][256];
-    normalize_table(params, table);
+    clef_normalize_table(params, CLEF_NORMALIZE_RESCALE_THEN_NORMALIZE, table);
     clef_rgb_image resized = {0};
     for (int64_t f = 0; f < n_frames; f++) {
         rc = clef_pil_resize_bicubic(&frames[f], resized_w, resized_h, what, &resized);
@@ -118,32 +157,12 @@ int clef_image_pixels_from_frames(const clef_rgb_image *frames, int64_t n_frames
             free(rows);
             return rc;
         }
-        /* Row (t, bh, bw, mh, mw) of the reference's pixel_values: patch (gh, gw) =
-         * (bh * merge + mh, bw * merge + mw) of temporal group t; inside it
-         * [channel][temporal slot][py][px]. One image fills every temporal slot. */
+        /* One image fills every temporal slot; frame f of a clip fills slot f % temporal. */
         const int64_t t = n_frames == 1 ? 0 : f / temporal;
         const int64_t slot_first = n_frames == 1 ? 0 : f % temporal;
         const int64_t slot_end = n_frames == 1 ? temporal : slot_first + 1;
-#pragma omp parallel for schedule(static) if (grid_h * grid_w > 256)
-        for (int64_t gh = 0; gh < grid_h; gh++) {
-            for (int64_t gw = 0; gw < grid_w; gw++) {
-                const int64_t bh = gh / merge, mh = gh % merge, bw = gw / merge, mw = gw % merge;
-                const int64_t r = ((t * (grid_h / merge) + bh) * (grid_w / merge) + bw) * merge *
-                                      merge + mh * merge + mw;
-                float *row = rows + (size_t)r * (size_t)row_len;
-                for (int64_t c = 0; c < 3; c++) {
-                    for (int64_t slot = slot_first; slot < slot_end; slot++) {
-                        float *dst = row + (c * temporal + slot) * patch * patch;
-                        for (int64_t py = 0; py < patch; py++) {
-                            const uint8_t *src =
-                                resized.rgb + ((gh * patch + py) * resized_w + gw * patch) * 3 + c;
-                            for (int64_t px = 0; px < patch; px++)
-                                dst[py * patch + px] = table[c][src[px * 3]];
-                        }
-                    }
-                }
-            }
-        }
+        clef_patchify_frame(&resized, table, params, grid_h, grid_w, t, slot_first, slot_end,
+                            rows);
         clef_rgb_image_free(&resized);
     }
     out->rows = rows;

@@ -60,74 +60,126 @@ static int refuse_false(const char *file, const json_value *obj, const char *key
     return CLEF_OK;
 }
 
-int clef_processor_config_parse(const char *text, size_t len, const char *file,
-                                clef_image_processor_params *params) {
-    json_doc *doc = NULL;
+/* The settings images and videos share, from one config object into *p (p is only a copy:
+ * the caller commits it on success). `image_keys`: also the legacy min_pixels / max_pixels. */
+static int parse_common(const char *file, const json_value *cfg, int image_keys,
+                        clef_image_processor_params *p) {
+    int rc;
+    const json_value *size = json_object_get(cfg, "size");
+    if (size && size->type != JSON_NULL && size->type != JSON_OBJECT)
+        return clef_fail(CLEF_ERR_CONFIG_INVALID, "file '%s': size must be an object", file);
+    const int64_t big = (int64_t)1 << 40;
+    if ((size && (rc = get_int(file, size, "shortest_edge", 1, big, &p->min_pixels)) != CLEF_OK) ||
+        (size && (rc = get_int(file, size, "longest_edge", 1, big, &p->max_pixels)) != CLEF_OK) ||
+        (image_keys && (rc = get_int(file, cfg, "min_pixels", 1, big, &p->min_pixels)) != CLEF_OK) ||
+        (image_keys && (rc = get_int(file, cfg, "max_pixels", 1, big, &p->max_pixels)) != CLEF_OK) ||
+        (rc = get_int(file, cfg, "patch_size", 1, 1024, &p->patch_size)) != CLEF_OK ||
+        (rc = get_int(file, cfg, "temporal_patch_size", 1, 64, &p->temporal_patch_size)) !=
+            CLEF_OK ||
+        (rc = get_int(file, cfg, "merge_size", 1, 64, &p->merge_size)) != CLEF_OK ||
+        (rc = get_triple(file, cfg, "image_mean", 0, p->image_mean)) != CLEF_OK ||
+        (rc = get_triple(file, cfg, "image_std", 1, p->image_std)) != CLEF_OK ||
+        (rc = refuse_false(file, cfg, "do_resize")) != CLEF_OK ||
+        (rc = refuse_false(file, cfg, "do_rescale")) != CLEF_OK ||
+        (rc = refuse_false(file, cfg, "do_normalize")) != CLEF_OK ||
+        (rc = refuse_false(file, cfg, "do_convert_rgb")) != CLEF_OK)
+        return rc;
+    if (p->min_pixels > p->max_pixels)
+        return clef_fail(CLEF_ERR_CONFIG_INVALID,
+                         "file '%s': min_pixels %lld is over max_pixels %lld", file,
+                         (long long)p->min_pixels, (long long)p->max_pixels);
+    const json_value *rf = json_object_get(cfg, "rescale_factor");
+    if (rf && rf->type != JSON_NULL) {
+        double x;
+        if (!json_get_double(rf, &x) || !isfinite(x) || x <= 0)
+            return clef_fail(CLEF_ERR_CONFIG_INVALID,
+                             "file '%s': rescale_factor must be a positive number", file);
+        p->rescale_factor = x;
+    }
+    int64_t resample = 3;
+    if ((rc = get_int(file, cfg, "resample", 0, 5, &resample)) != CLEF_OK)
+        return rc;
+    if (resample != 3)
+        return clef_fail(CLEF_ERR_UNSUPPORTED,
+                         "file '%s': resample %lld is not supported (clef resizes bicubic, 3)",
+                         file, (long long)resample);
+    return CLEF_OK;
+}
+
+/* Parses text; *cfg = the object `nested_key` names when present (processor_config.json),
+ * else the root. */
+static int parse_config_object(const char *text, size_t len, const char *file,
+                               const char *nested_key, json_doc **doc, const json_value **cfg) {
     json_parse_opts opts = {0};
     opts.max_depth = 32;
     json_error perr;
-    int prc = json_parse(text, len, &opts, &doc, &perr);
-    if (prc != 0) {
+    int prc = json_parse(text, len, &opts, doc, &perr);
+    if (prc != 0)
         return prc == JSON_PARSE_NOMEM
                    ? clef_fail(CLEF_ERR_OUT_OF_MEMORY, "file '%s': no memory to parse", file)
                    : clef_fail(CLEF_ERR_CONFIG_INVALID,
                                "file '%s' is not valid JSON: %s at line %d column %d", file,
                                perr.msg, perr.line, perr.column);
-    }
-    const json_value *root = json_doc_root(doc);
-    int rc = CLEF_OK;
-    if (root->type != JSON_OBJECT) {
-        rc = clef_fail(CLEF_ERR_CONFIG_INVALID, "file '%s': the root is not an object", file);
-        goto done;
-    }
-    /* processor_config.json (transformers 5) nests the image processor's settings. */
-    const json_value *nested = json_object_get(root, "image_processor");
-    const json_value *cfg = nested && nested->type == JSON_OBJECT ? nested : root;
+    const json_value *root = json_doc_root(*doc);
+    if (root->type != JSON_OBJECT)
+        return clef_fail(CLEF_ERR_CONFIG_INVALID, "file '%s': the root is not an object", file);
+    const json_value *nested = json_object_get(root, nested_key);
+    *cfg = nested && nested->type == JSON_OBJECT ? nested : root;
+    return CLEF_OK;
+}
+
+int clef_processor_config_parse(const char *text, size_t len, const char *file,
+                                clef_image_processor_params *params) {
+    json_doc *doc = NULL;
+    const json_value *cfg = NULL;
+    int rc = parse_config_object(text, len, file, "image_processor", &doc, &cfg);
     clef_image_processor_params p = *params;
-    const json_value *size = json_object_get(cfg, "size");
-    if (size && size->type != JSON_NULL && size->type != JSON_OBJECT) {
-        rc = clef_fail(CLEF_ERR_CONFIG_INVALID, "file '%s': size must be an object", file);
+    if (rc == CLEF_OK)
+        rc = parse_common(file, cfg, 1, &p);
+    if (rc == CLEF_OK)
+        *params = p;
+    json_doc_free(doc);
+    return rc;
+}
+
+int clef_video_config_parse(const char *text, size_t len, const char *file,
+                            clef_video_params *params) {
+    json_doc *doc = NULL;
+    const json_value *cfg = NULL;
+    int rc = parse_config_object(text, len, file, "video_processor", &doc, &cfg);
+    clef_video_params p = *params;
+    if (rc == CLEF_OK)
+        rc = parse_common(file, cfg, 0, &p.image);
+    if (rc == CLEF_OK &&
+        ((rc = get_int(file, cfg, "min_frames", 1, 100000, &p.min_frames)) != CLEF_OK ||
+         (rc = get_int(file, cfg, "max_frames", 1, 100000, &p.max_frames)) != CLEF_OK ||
+         (rc = refuse_false(file, cfg, "do_sample_frames")) != CLEF_OK))
         goto done;
-    }
-    const int64_t big = (int64_t)1 << 40;
-    if ((size && (rc = get_int(file, size, "shortest_edge", 1, big, &p.min_pixels)) != CLEF_OK) ||
-        (size && (rc = get_int(file, size, "longest_edge", 1, big, &p.max_pixels)) != CLEF_OK) ||
-        (rc = get_int(file, cfg, "min_pixels", 1, big, &p.min_pixels)) != CLEF_OK ||
-        (rc = get_int(file, cfg, "max_pixels", 1, big, &p.max_pixels)) != CLEF_OK ||
-        (rc = get_int(file, cfg, "patch_size", 1, 1024, &p.patch_size)) != CLEF_OK ||
-        (rc = get_int(file, cfg, "temporal_patch_size", 1, 64, &p.temporal_patch_size)) !=
-            CLEF_OK ||
-        (rc = get_int(file, cfg, "merge_size", 1, 64, &p.merge_size)) != CLEF_OK ||
-        (rc = get_triple(file, cfg, "image_mean", 0, p.image_mean)) != CLEF_OK ||
-        (rc = get_triple(file, cfg, "image_std", 1, p.image_std)) != CLEF_OK ||
-        (rc = refuse_false(file, cfg, "do_resize")) != CLEF_OK ||
-        (rc = refuse_false(file, cfg, "do_rescale")) != CLEF_OK ||
-        (rc = refuse_false(file, cfg, "do_normalize")) != CLEF_OK ||
-        (rc = refuse_false(file, cfg, "do_convert_rgb")) != CLEF_OK)
+    if (rc != CLEF_OK)
         goto done;
-    if (p.min_pixels > p.max_pixels) {
-        rc = clef_fail(CLEF_ERR_CONFIG_INVALID,
-                       "file '%s': min_pixels %lld is over max_pixels %lld", file,
-                       (long long)p.min_pixels, (long long)p.max_pixels);
-        goto done;
-    }
-    const json_value *rf = json_object_get(cfg, "rescale_factor");
-    if (rf && rf->type != JSON_NULL) {
+    const json_value *v = json_object_get(cfg, "fps");
+    if (v && v->type != JSON_NULL) {
         double x;
-        if (!json_get_double(rf, &x) || !isfinite(x) || x <= 0) {
-            rc = clef_fail(CLEF_ERR_CONFIG_INVALID,
-                           "file '%s': rescale_factor must be a positive number", file);
+        if (!json_get_double(v, &x) || !isfinite(x) || x <= 0) {
+            rc = clef_fail(CLEF_ERR_CONFIG_INVALID, "file '%s': fps must be a positive number",
+                           file);
             goto done;
         }
-        p.rescale_factor = x;
-    }
-    int64_t resample = 3;
-    if ((rc = get_int(file, cfg, "resample", 0, 5, &resample)) != CLEF_OK)
+        p.fps = x;
+    } else if (v) { /* fps: null — transformers then samples by num_frames or every frame */
+        rc = clef_fail(CLEF_ERR_UNSUPPORTED, "file '%s': fps = null is not supported", file);
         goto done;
-    if (resample != 3) {
+    }
+    v = json_object_get(cfg, "num_frames");
+    if (v && v->type != JSON_NULL) {
         rc = clef_fail(CLEF_ERR_UNSUPPORTED,
-                       "file '%s': resample %lld is not supported (clef resizes bicubic, 3)",
-                       file, (long long)resample);
+                       "file '%s': num_frames is not supported (clef samples by fps)", file);
+        goto done;
+    }
+    if (p.min_frames > p.max_frames) {
+        rc = clef_fail(CLEF_ERR_CONFIG_INVALID,
+                       "file '%s': min_frames %lld is over max_frames %lld", file,
+                       (long long)p.min_frames, (long long)p.max_frames);
         goto done;
     }
     *params = p;
@@ -136,7 +188,17 @@ done:
     return rc;
 }
 
-static int load_file(const char *dir, const char *name, clef_image_processor_params *params,
+typedef int (*parse_fn)(const char *text, size_t len, const char *file, void *params);
+
+static int parse_image(const char *text, size_t len, const char *file, void *params) {
+    return clef_processor_config_parse(text, len, file, params);
+}
+
+static int parse_video(const char *text, size_t len, const char *file, void *params) {
+    return clef_video_config_parse(text, len, file, params);
+}
+
+static int load_file(const char *dir, const char *name, parse_fn parse, void *params,
                      int *found) {
     char *path = clef_path_join(dir, name);
     if (!path)
@@ -149,26 +211,17 @@ static int load_file(const char *dir, const char *name, clef_image_processor_par
         size_t len = 0;
         rc = clef_read_file(path, (size_t)1 << 20, &text, &len);
         if (rc == CLEF_OK)
-            rc = clef_processor_config_parse(text, len, name, params);
+            rc = parse(text, len, name, params);
         free(text);
     }
     free(path);
     return rc;
 }
 
-int clef_processor_config_load(const char *release_dir, const clef_vision_config *vision,
-                               clef_image_processor_params *params) {
-    clef_image_processor_default_params(params);
-    int rc = clef_image_processor_params_from_vision(vision, params);
-    if (rc != CLEF_OK)
-        return rc;
-    const clef_image_processor_params from_vision = *params;
-    int found = 0;
-    rc = load_file(release_dir, "preprocessor_config.json", params, &found);
-    if (rc == CLEF_OK && !found)
-        rc = load_file(release_dir, "processor_config.json", params, &found);
-    if (rc != CLEF_OK)
-        return rc;
+/* A processor file must make the rows the tower reads. */
+static int check_sizes(const clef_image_processor_params *params,
+                       const clef_image_processor_params *from_vision_p) {
+    const clef_image_processor_params from_vision = *from_vision_p;
     if (params->patch_size != from_vision.patch_size ||
         params->temporal_patch_size != from_vision.temporal_patch_size ||
         params->merge_size != from_vision.merge_size)
@@ -180,4 +233,36 @@ int clef_processor_config_load(const char *release_dir, const clef_vision_config
                          (long long)from_vision.temporal_patch_size,
                          (long long)from_vision.merge_size);
     return CLEF_OK;
+}
+
+int clef_processor_config_load(const char *release_dir, const clef_vision_config *vision,
+                               clef_image_processor_params *params) {
+    clef_image_processor_default_params(params);
+    int rc = clef_image_processor_params_from_vision(vision, params);
+    if (rc != CLEF_OK)
+        return rc;
+    const clef_image_processor_params from_vision = *params;
+    int found = 0;
+    rc = load_file(release_dir, "preprocessor_config.json", parse_image, params, &found);
+    if (rc == CLEF_OK && !found)
+        rc = load_file(release_dir, "processor_config.json", parse_image, params, &found);
+    if (rc != CLEF_OK)
+        return rc;
+    return check_sizes(params, &from_vision);
+}
+
+int clef_video_config_load(const char *release_dir, const clef_vision_config *vision,
+                           clef_video_params *params) {
+    clef_video_default_params(params);
+    int rc = clef_image_processor_params_from_vision(vision, &params->image);
+    if (rc != CLEF_OK)
+        return rc;
+    const clef_image_processor_params from_vision = params->image;
+    int found = 0;
+    rc = load_file(release_dir, "video_preprocessor_config.json", parse_video, params, &found);
+    if (rc == CLEF_OK && !found)
+        rc = load_file(release_dir, "processor_config.json", parse_video, params, &found);
+    if (rc != CLEF_OK)
+        return rc;
+    return check_sizes(&params->image, &from_vision);
 }

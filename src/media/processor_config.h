@@ -1,7 +1,7 @@
 /*
- * processor_config.h — the image processor's settings read from a release's
- * preprocessor_config.json (or, as transformers 5 writes it, the "image_processor" object of
- * processor_config.json).
+ * processor_config.h — the image and video processors' settings read from a release's
+ * preprocessor_config.json / video_preprocessor_config.json (or, as transformers 5 writes
+ * them, the "image_processor" / "video_processor" objects of processor_config.json).
  *
  * Read: size.shortest_edge / size.longest_edge (min / max pixels; the legacy top-level
  * min_pixels / max_pixels override them, as transformers' constructor does), patch_size,
@@ -14,6 +14,7 @@
 #define CLEF_MEDIA_PROCESSOR_CONFIG_H
 
 #include "media/image_processor.h"
+#include "media/video_processor.h"
 
 #include <stddef.h>
 
@@ -30,5 +31,18 @@ int clef_processor_config_parse(const char *text, size_t len, const char *file,
  * CLEF_OK, the statuses above, or CLEF_ERR_IO (a file present but unreadable). */
 int clef_processor_config_load(const char *release_dir, const clef_vision_config *vision,
                                clef_image_processor_params *params);
+
+/* The video processor's settings from the text of video_preprocessor_config.json (or the
+ * "video_processor" object of processor_config.json): what clef_processor_config_parse reads
+ * (without the legacy min_pixels / max_pixels keys, which the Qwen3-VL video processor does
+ * not take), plus fps, min_frames, max_frames. Refused by name: do_sample_frames false, fps
+ * null, a num_frames (sampling by count), min_frames over max_frames. */
+int clef_video_config_parse(const char *text, size_t len, const char *file,
+                            clef_video_params *params);
+
+/* As clef_processor_config_load for video: clef_video_default_params, the vision config's
+ * sizes, then video_preprocessor_config.json if present, else processor_config.json. */
+int clef_video_config_load(const char *release_dir, const clef_vision_config *vision,
+                           clef_video_params *params);
 
 #endif /* CLEF_MEDIA_PROCESSOR_CONFIG_H */

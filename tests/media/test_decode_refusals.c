@@ -9,7 +9,8 @@
  *     half, an animated WebP, 0 height, 1x100000, a 60000x60000 bomb in 87 bytes, a JPEG one
  *     row over the 16,000,000-pixel cap — each with the status the file names;
  *  2. a PNG sent as JPEG and a JPEG sent as WebP (wrong content type): refused;
- *  3. every image of the processor fixtures cut at 40 lengths: refused (never a partial image);
+ *  3. 24 images of the processor fixtures (every decoder, EXIF and XMP orientation) cut at 48
+ *     lengths: refused (never a partial image);
  *  4. every such image with bytes overwritten at 40 places: OK or refused, nothing else.
  */
 #include "clef.h"
@@ -95,7 +96,8 @@ static const char *const images[] = {
     "rgb.png", "rgba.png", "gray16.png", "rgb16.png", "palette_short.png", "palette_4bit.png",
     "gray_2bit.png", "interlaced.png", "exif6.png", "exif8_after.png", "rgb420.jpg",
     "rgb444.jpg", "gray.jpg", "cmyk.jpg", "progressive.jpg", "exif6.jpg", "lossy.webp",
-    "lossless.webp", "alpha_lossy.webp", "alpha_lossless.webp", "exif6.webp",
+    "lossless.webp", "alpha_lossy.webp", "alpha_lossless.webp", "exif6.webp", "xmp6.jpg",
+    "xmp5.webp", "xmp8_itxt.png",
 };
 
 static void check_damaged(const char *dir) {

@@ -2,10 +2,11 @@
  * test_processor.c — pixel decoding and the image processor against transformers' Qwen2-VL
  * PIL image processor and Pillow (fixtures from scripts/media/make_processor_fixtures.py).
  *
- * For every case of cases.txt (44 files: PNG in every color type and bit depth, palettes with
+ * For every case of cases.txt (49 files: PNG in every color type and bit depth, palettes with
  * tRNS and short palettes, interlaced, eXIf before and after the image data; JPEG 4:2:0 /
  * 4:2:2 / 4:4:4, gray, Adobe CMYK, progressive, EXIF orientations 1..8; WebP lossy, lossless,
- * with alpha, with EXIF; 1x1, 3x2, 200x1, 1x200, 3x577, 4000x4000 = the 16 MP cap; processor
+ * with alpha, with EXIF; orientation from XMP only (JPEG APP1, WebP XMP chunk, PNG iTXt and
+ * tEXt) and EXIF 1 overriding XMP 6; 1x1, 3x2, 200x1, 1x200, 3x577, 4000x4000 = the 16 MP cap; processor
  * settings of Qwen3.5, patch 14, the demo's patch 4, small and large pixel bounds), three
  * stages are compared, each BIT-EXACT (SHA-256 of the bytes):
  *   1. the decoded RGB image (EXIF orientation applied) = Pillow's
@@ -209,7 +210,7 @@ int main(int argc, char **argv) {
             cases++;
         fclose(list);
     }
-    CHECK_MSG(cases == 49, "cases.txt has %d cases, expected 49", cases);
+    CHECK_MSG(cases == 54, "cases.txt has %d cases, expected 54", cases);
     printf("processor: %d cases (decode, resize, pixel_values) compared bit for bit\n", cases);
     return test_summary();
 }

@@ -7,7 +7,8 @@
  * all channels, another rescale_factor). Then the refusals (settings clef does not implement,
  * mistyped fields, min over max) and clef_processor_config_load on release directories: the
  * demo release (no processor file: defaults with the vision config's patch 4) and one whose
- * processor file disagrees with its vision config.
+ * processor file disagrees with its vision config. The video processor's settings likewise
+ * against Qwen3VLVideoProcessor (video_configs.txt), with their refusals.
  */
 #include "clef.h"
 #include "core/io.h"
@@ -67,6 +68,75 @@ static void check_against_transformers(const char *dir) {
     }
     fclose(list);
     CHECK_EQ_INT(n, 3);
+}
+
+static void check_video_against_transformers(const char *dir) {
+    char path[1024], name[128], mean_s[256], std_s[256];
+    long long patch, temporal, merge, min_px, max_px, min_f, max_f;
+    double rescale, fps;
+    snprintf(path, sizeof path, "%s/video_configs.txt", dir);
+    FILE *list = fopen(path, "r");
+    CHECK_MSG(list != NULL, "cannot open %s", path);
+    if (!list)
+        return;
+    int n = 0;
+    while (fscanf(list, "%127s %lld %lld %lld %lld %lld %255s %255s %lf %lf %lld %lld", name,
+                  &patch, &temporal, &merge, &min_px, &max_px, mean_s, std_s, &rescale, &fps,
+                  &min_f, &max_f) == 12) {
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        char *text = NULL;
+        size_t len = 0;
+        CHECK_EQ_INT(clef_read_file(path, 1 << 20, &text, &len), CLEF_OK);
+        clef_video_params p;
+        clef_video_default_params(&p);
+        int st = text ? clef_video_config_parse(text, len, name, &p) : -1;
+        CHECK_MSG(st == CLEF_OK, "%s: %s", name, clef_last_error());
+        CHECK_EQ_INT(p.image.patch_size, patch);
+        CHECK_EQ_INT(p.image.temporal_patch_size, temporal);
+        CHECK_EQ_INT(p.image.merge_size, merge);
+        CHECK_EQ_INT(p.image.min_pixels, min_px);
+        CHECK_EQ_INT(p.image.max_pixels, max_px);
+        CHECK_EQ_INT(p.min_frames, min_f);
+        CHECK_EQ_INT(p.max_frames, max_f);
+        CHECK_MSG(p.fps == fps, "%s: fps %g, transformers %g", name, p.fps, fps);
+        CHECK_MSG(p.image.rescale_factor == rescale, "%s: rescale %.17g, transformers %.17g", name,
+                  p.image.rescale_factor, rescale);
+        float mean[3], std[3];
+        parse_triple(mean_s, mean);
+        parse_triple(std_s, std);
+        for (int c = 0; c < 3; c++)
+            CHECK_MSG(p.image.image_mean[c] == mean[c] && p.image.image_std[c] == std[c],
+                      "%s: channel %d mean/std %.9g/%.9g, transformers %.9g/%.9g", name, c,
+                      p.image.image_mean[c], p.image.image_std[c], mean[c], std[c]);
+        free(text);
+        n++;
+    }
+    fclose(list);
+    CHECK_EQ_INT(n, 2);
+    /* the defaults equal an empty config read by transformers: Qwen3VLVideoProcessor() */
+    clef_video_params d;
+    clef_video_default_params(&d);
+    CHECK_EQ_INT(d.image.min_pixels, 131072);
+    CHECK_EQ_INT(d.image.max_pixels, 786432);
+    static const struct {
+        const char *text;
+        int status;
+        const char *names;
+    } bad[] = {
+        {"{\"do_sample_frames\": false}", CLEF_ERR_UNSUPPORTED, "do_sample_frames"},
+        {"{\"num_frames\": 16}", CLEF_ERR_UNSUPPORTED, "num_frames"},
+        {"{\"fps\": null}", CLEF_ERR_UNSUPPORTED, "fps"},
+        {"{\"fps\": -2}", CLEF_ERR_CONFIG_INVALID, "fps"},
+        {"{\"min_frames\": 9, \"max_frames\": 8}", CLEF_ERR_CONFIG_INVALID, "min_frames"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        clef_video_params p;
+        clef_video_default_params(&p);
+        int st = clef_video_config_parse(bad[i].text, strlen(bad[i].text),
+                                         "video_preprocessor_config.json", &p);
+        CHECK_MSG(st == bad[i].status && strstr(clef_last_error(), bad[i].names),
+                  "%s: status %d (%s)", bad[i].text, st, clef_last_error());
+    }
 }
 
 static void check_refusals(void) {
@@ -163,6 +233,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     check_against_transformers(argv[1]);
+    check_video_against_transformers(argv[1]);
     check_refusals();
     check_release_dirs();
     return test_summary();
