@@ -62,6 +62,8 @@ struct qwen35_state {
     void *scratch;              /* max of the GDN and attention workspaces at Tm */
     int32_t *host_pos;          /* (3, N) host staging of text positions */
     int32_t *host_start;        /* (N + 1) host staging of the int32 offsets */
+    clef_segment *embed_segs;   /* (N) rows replaced by given embeddings (media features) */
+    clef_segment *host_segs;    /* (N) host staging of embed_segs */
     size_t bytes;               /* backend bytes of the buffers */
     int64_t n_tokens;           /* rows of the last forward */
 };

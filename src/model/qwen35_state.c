@@ -95,6 +95,7 @@ int qwen35_state_create(const qwen35_model *m, clef_backend *be, const qwen35_pa
         {(void **)&s->rope_cos, f * (size_t)(N * rot)},
         {(void **)&s->rope_sin, f * (size_t)(N * rot)},
         {&s->scratch, mixer_scratch_bytes(m, be, &p)},
+        {(void **)&s->embed_segs, sizeof(clef_segment) * (size_t)N},
     };
     int st = CLEF_OK;
     for (size_t i = 0; i < sizeof plan / sizeof plan[0]; i++) {
@@ -108,7 +109,8 @@ int qwen35_state_create(const qwen35_model *m, clef_backend *be, const qwen35_pa
     }
     s->host_pos = malloc(i32 * (size_t)(3 * N));
     s->host_start = malloc(i32 * (size_t)(N + 1));
-    if (!s->host_pos || !s->host_start) {
+    s->host_segs = malloc(sizeof(clef_segment) * (size_t)N);
+    if (!s->host_pos || !s->host_start || !s->host_segs) {
         st = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "qwen35 state: out of memory");
         goto err;
     }
@@ -125,6 +127,7 @@ void qwen35_state_free(qwen35_state *s) {
     clef_buffer_set_release(&s->buffers);
     free(s->host_pos);
     free(s->host_start);
+    free(s->host_segs);
     free(s);
 }
 
