@@ -20,6 +20,7 @@
 #include "encode/encode.h"
 #include "engine/engine.h"
 #include "encode/media_placeholders.h"
+#include "media/image_processor.h"
 #include "encode/request.h"
 #include "model/joint_head.h"
 #include "model/mrope_positions.h"
@@ -39,30 +40,26 @@ typedef struct clef_lm_source {
     int64_t vocab_size, hidden_size;
 } clef_lm_source;
 
-/* One image of a record as the vision tower reads it (engine/media.c). */
-typedef struct clef_media_pixels {
-    float *rows;                    /* [t*h*w, patch_dim] in merge-block order, malloc'd */
-    int64_t grid_t, grid_h, grid_w; /* in patches */
-    int64_t width, height;          /* the processed (resized) image in pixels */
-} clef_media_pixels;
-
-/* images[index] of a request (a data URL string or {content_type, base64}) to pixel rows:
- * decode, resize, normalize, patchify (src/media's image processor). `what` names the field
- * ("images[1]") in messages. A clef_status; on failure *out is zeroed. */
+/* An image field of a request (a data URL string or {content_type, base64}) to the pixel
+ * rows the vision tower reads (media/image_processor.h: decode, resize, normalize, patchify).
+ * `what` names the field ("images[1]") in messages. A clef_status; on failure *out is zeroed
+ * (clef_image_pixels_free accepts it either way). */
 typedef int (*clef_image_pixels_fn)(void *ctx, const clef_model *m, const json_value *image,
-                                    const char *what, clef_media_pixels *out);
+                                    const char *what, clef_image_pixels *out);
 
 struct clef_model {
     char *name;                     /* the release directory's base name */
     clef_model_params params;       /* with defaults filled in */
     clef_release *release;
     tok_tokenizer *tokenizer;
+    char device[24];                /* "cpu" or "cuda:N" (clef_model_device) */
     clef_backend *backend;          /* where the weights live; contexts fork it */
     qwen35_model *backbone;         /* weights only */
     clef_joint_head *head;          /* weights only (no workspace) */
     vision_model *vision;           /* weights only; NULL when the release has no tower */
     clef_image_pixels_fn image_pixels; /* images to pixel rows (media.c; tests replace it) */
     void *image_pixels_ctx;
+    clef_image_processor_params image_params; /* the release's processor settings (vision) */
     clef_lm_source lm;
     clef_request_limits limits;
     uint64_t load_done, load_total; /* weight bytes read so far / in all, for progress */
@@ -98,7 +95,7 @@ struct clef_prepared {
     const clef_lm_source *lm;       /* how to widen rows (dtype, hidden size) */
     /* media (engine/media.c): the images' pixel rows, and the record's 3-D positions */
     int32_t n_media;
-    clef_media_pixels *media;       /* [n_media] */
+    clef_image_pixels *media;       /* [n_media] */
     int64_t *media_tokens;          /* [n_media] placeholder tokens of each */
     clef_media_placeholders placeholders; /* the encoder's media hook context */
     int32_t *pos;                   /* (3, n_tokens) when n_media > 0, else NULL (text: 0..T-1) */
@@ -113,7 +110,7 @@ void clef_media_free(clef_prepared *p);
 int clef_media_run(clef_context *c, clef_prepared *const *recs, size_t n, qwen35_embeds *embeds);
 /* The default clef_image_pixels_fn: src/media's decoder and image processor. */
 int clef_image_pixels_default(void *ctx, const clef_model *m, const json_value *image,
-                              const char *what, clef_media_pixels *out);
+                              const char *what, clef_image_pixels *out);
 
 /* A context for model (context.c); the default context uses it too. */
 int clef_context_make(clef_model *model, const clef_context_params *params, clef_context **out);

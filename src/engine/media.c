@@ -1,7 +1,7 @@
 /*
  * media.c — images in records, through the engine. At prepare (caller's thread): each image
  * of the request becomes pixel rows (clef_model.image_pixels: src/media's decoder and image
- * processor), its grid gives the number of <|image_pad|> placeholders the encoder puts after
+ * processor, media/image_processor.h), its grid gives the number of <|image_pad|> placeholders the encoder puts after
  * the prompt prefix (encode/media_placeholders.h), and the record's 3-D RoPE positions are
  * computed from its ids and grids (model/mrope_positions.h). At run (the context): the tower
  * runs once over the images of every record of the batch, and its features replace the
@@ -23,7 +23,7 @@
 
 void clef_media_free(clef_prepared *p) {
     for (int32_t i = 0; p->media && i < p->n_media; i++)
-        free(p->media[i].rows);
+        clef_image_pixels_free(&p->media[i]);
     free(p->media);
     free(p->media_tokens);
     free(p->pos);
@@ -46,20 +46,40 @@ static int image_file(const json_value *image, const char *what, clef_image_file
                                   b64->u.str.len, what, file);
 }
 
+/* Bytes the base64 text of an image field decodes to (its length less padding, x 3/4): the
+ * request-wide cap is checked on this before any image is decoded. Text that is not valid
+ * base64 counts as what it would be; the image's own decoding refuses it by name. */
+static size_t image_decoded_bytes(const json_value *image) {
+    const char *b64 = NULL;
+    size_t len = 0;
+    if (image->type == JSON_STRING) {
+        const char *comma = memchr(image->u.str.ptr, ',', image->u.str.len);
+        if (comma) {
+            b64 = comma + 1;
+            len = image->u.str.len - (size_t)(b64 - image->u.str.ptr);
+        }
+    } else if (image->type == JSON_OBJECT) {
+        const json_value *v = json_object_get(image, "base64");
+        if (v && v->type == JSON_STRING)
+            b64 = v->u.str.ptr, len = v->u.str.len;
+    }
+    while (b64 && len > 0 && b64[len - 1] == '=')
+        len--;
+    return len / 4 * 3 + (len % 4 ? len % 4 - 1 : 0);
+}
+
 int clef_image_pixels_default(void *ctx, const clef_model *m, const json_value *image,
-                              const char *what, clef_media_pixels *out) {
+                              const char *what, clef_image_pixels *out) {
     (void)ctx;
-    (void)m;
     memset(out, 0, sizeof *out);
     clef_image_file file = {0};
     int st = image_file(image, what, &file);
     if (st != CLEF_OK)
         return st;
+    /* the release's processor settings (clef_processor_config_load at model load) */
+    st = clef_image_process(&file, &m->image_params, what, out);
     clef_image_file_free(&file);
-    /* The pixel decoders and the image processor (src/media) are not part of this build yet:
-     * the file was checked (type, signature, size caps), but no pixels can be made of it. */
-    return clef_fail(CLEF_ERR_UNSUPPORTED, "%s: decoding image pixels is not in this build yet "
-                     "(the image was accepted: type, signature and size are valid)", what);
+    return st;
 }
 
 int clef_media_prepare(const clef_model *m, clef_prepared *p, clef_encode_params *ep) {
@@ -73,6 +93,15 @@ int clef_media_prepare(const clef_model *m, clef_prepared *p, clef_encode_params
         return clef_fail(CLEF_ERR_UNSUPPORTED, "videos: %d video(s) in the record; this engine "
                          "reads images only so far", (int)r->n_videos);
     const int32_t n = r->n_images;
+    if (n <= 0) /* videos only were refused above; the parser counts an array's items */
+        return clef_fail(CLEF_ERR_INTERNAL, "images: %d images", (int)n);
+    size_t total = 0;
+    for (int32_t i = 0; i < n; i++)
+        total += image_decoded_bytes(r->images->u.arr.items[i]);
+    if (total > CLEF_IMAGES_TOTAL_MAX_BYTES)
+        return clef_fail(CLEF_ERR_REQUEST_TOO_LONG, "images: %d images of %zu bytes in all, over "
+                         "the %zu-byte total a record may carry", (int)n, total,
+                         (size_t)CLEF_IMAGES_TOTAL_MAX_BYTES);
     p->media = calloc((size_t)n, sizeof *p->media);
     p->media_tokens = calloc((size_t)n, sizeof *p->media_tokens);
     if (!p->media || !p->media_tokens)
@@ -81,10 +110,17 @@ int clef_media_prepare(const clef_model *m, clef_prepared *p, clef_encode_params
     for (int32_t i = 0; i < n; i++) {
         char what[32];
         snprintf(what, sizeof what, "images[%d]", (int)i);
-        clef_media_pixels *px = &p->media[i];
+        clef_image_pixels *px = &p->media[i];
         int st = m->image_pixels(m->image_pixels_ctx, m, r->images->u.arr.items[i], what, px);
         if (st != CLEF_OK)
             return st;
+        if (px->row_len != vision_patch_dim(m->vision) ||
+            px->n_rows != px->grid_t * px->grid_h * px->grid_w)
+            return clef_fail(CLEF_ERR_INTERNAL, "%s: the processor made %lld rows of %lld floats for "
+                             "a grid (%lld, %lld, %lld); the tower reads rows of %lld", what,
+                             (long long)px->n_rows, (long long)px->row_len, (long long)px->grid_t,
+                             (long long)px->grid_h, (long long)px->grid_w,
+                             (long long)vision_patch_dim(m->vision));
         vision_input in = {.pixels = px->rows, .grid_t = px->grid_t, .grid_h = px->grid_h,
                            .grid_w = px->grid_w};
         p->media_tokens[i] = vision_tokens(m->vision, &in);
@@ -105,7 +141,7 @@ int clef_media_prepare(const clef_model *m, clef_prepared *p, clef_encode_params
 }
 
 int clef_media_positions(const clef_model *m, clef_prepared *p) {
-    if (p->n_media == 0)
+    if (p->n_media <= 0)
         return CLEF_OK;
     const clef_encoded_record *e = &p->encoded;
     const clef_release_config *cfg = clef_release_get_config(m->release);
@@ -129,8 +165,8 @@ int clef_media_positions(const clef_model *m, clef_prepared *p) {
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "images: out of memory");
     p->encoded.n_images = p->n_media;
     for (int32_t i = 0; i < p->n_media; i++) {
-        p->encoded.image_usage[3 * i] = (int32_t)p->media[i].width;
-        p->encoded.image_usage[3 * i + 1] = (int32_t)p->media[i].height;
+        p->encoded.image_usage[3 * i] = (int32_t)p->media[i].resized_w;
+        p->encoded.image_usage[3 * i + 1] = (int32_t)p->media[i].resized_h;
         p->encoded.image_usage[3 * i + 2] = (int32_t)p->media_tokens[i];
     }
     return CLEF_OK;

@@ -979,11 +979,16 @@ static const struct {
 enum { N_OPS = sizeof OPS / sizeof OPS[0] };
 
 /* Slots after matmul that compute nothing (queries, handles), each with why it has no case
- * of its own; empty so far. */
+ * of its own. */
 static const struct {
     size_t slot;
     const char *why;
-} SLOTS_WITHOUT_CASE[] = {{0, "(placeholder: slot 0 is the name, never an op)"}};
+} SLOTS_WITHOUT_CASE[] = {
+    {0, "(placeholder: slot 0 is the name, never an op)"},
+    {SLOT(memory), "a memory query, no math (NULL on the CPU)"},
+    {SLOT(host_alloc), "pinned host staging for the loader (NULL on the CPU), no math"},
+    {SLOT(host_free), "pinned host staging for the loader (NULL on the CPU), no math"},
+};
 
 /* Every op slot (after the memory functions, which every case uses) has a case. */
 static void check_coverage(void) {

@@ -5,18 +5,19 @@
  * Fixture: tests/vision/fixtures/e2e_images.json + e2e_pixels.bin (scripts/vision/
  * make_e2e_fixtures.py).
  *
- * The pixel rows of each image are the reference processor's (handed to the engine through
- * its image-pixels hook in place of src/media's decoder, which has its own parity tests), so
- * this test covers everything after decoding: placeholders in the prompt, 3-D positions, the
- * tower, features at the placeholders, the backbone, the head, the answers. Per record:
+ * Twice: first with the reference processor's pixel rows handed to the engine through its
+ * image-pixels hook (everything after decoding: placeholders in the prompt, 3-D positions,
+ * the tower, features at the placeholders, the backbone, the head, the answers), then through
+ * the engine's own path from the PNG bytes (src/media's decoder and image processor, with the
+ * fixture's pixel bounds): its pixel rows equal the reference processor's (max abs diff
+ * <= 1e-6, measured 0), and every check below holds again. Per record:
  *   - the token ids equal encode_record()'s, the 3-D positions get_rope_index()'s (exact);
  *   - logits relative L2 error <= 1e-4 against the oracle evaluated in float64 (the issue's
  *     bound; the value reached is printed);
  *   - the answers equal systemone()'s byte for byte, usage.input_tokens equal, and usage
  *     reports each image's processed size and vision tokens;
- * and all records in one batch give exactly the answers each gets alone. Refusals: without
- * the hook (this build decodes no pixels yet) an image is refused by name as unsupported, and
- * so is a video.
+ * and all records in one batch give exactly the answers each gets alone. Refusals, by name: a
+ * video (unsupported), a truncated PNG, images over the request's 8 MiB total.
  */
 #include "test.h"
 
@@ -61,7 +62,7 @@ static const char *image_key(const json_value *v) {
 
 /* clef_image_pixels_fn over the fixture: the reference processor's rows of that image. */
 static int fixture_pixels(void *ctx, const clef_model *m, const json_value *image,
-                          const char *what, clef_media_pixels *out) {
+                          const char *what, clef_image_pixels *out) {
     (void)m;
     const fixture *fx = ctx;
     memset(out, 0, sizeof *out);
@@ -85,8 +86,9 @@ static int fixture_pixels(void *ctx, const clef_model *m, const json_value *imag
         if (!out->rows)
             return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
         memcpy(out->rows, fx->pixels + offset, n * sizeof(float));
-        *out = (clef_media_pixels){.rows = out->rows, .grid_t = g[0], .grid_h = g[1],
-                                   .grid_w = g[2], .width = size[0], .height = size[1]};
+        *out = (clef_image_pixels){.rows = out->rows, .n_rows = rows, .row_len = fx->patch_dim,
+                                   .grid_t = g[0], .grid_h = g[1], .grid_w = g[2],
+                                   .resized_w = size[0], .resized_h = size[1]};
         return CLEF_OK;
     }
     return clef_fail(CLEF_ERR_INTERNAL, "%s: not an image of the fixture", what);
@@ -237,19 +239,66 @@ static void check_records(clef_model *m, const fixture *fx) {
     free(batch), free(lens), free(statuses), free(bodies), free(alone);
 }
 
-/* Without the fixture's hook this build has no pixel decoder: refused by name. */
-static void check_refusals(clef_model *m, const fixture *fx) {
-    const json_value *rec = json_array_at(fx->records, 0);
-    char *body = render_compact(json_object_get(rec, "request"));
-    m->image_pixels = clef_image_pixels_default;
+/* The engine's own decoder and image processor (src/media) on the fixture's PNG files, with
+ * the fixture's pixel bounds: the same grids, and pixel rows within 1e-6 of transformers'
+ * PIL processor (src/media's parity tests hold the processor to it; this checks that the
+ * engine hands the tower what that processor makes). */
+static void check_decoder_pixels(clef_model *m, const fixture *fx) {
+    double worst = 0;
+    for (size_t i = 0; i < fx->images->u.arr.count; i++) {
+        const json_value *im = json_array_at(fx->images, i);
+        clef_image_pixels want = {0}, got = {0};
+        CHECK_EQ_INT(fixture_pixels((void *)fx, m, json_object_get(im, "key"), "fixture", &want), CLEF_OK);
+        int st = clef_image_pixels_default(NULL, m, json_object_get(im, "key"), "images[0]", &got);
+        CHECK_MSG(st == CLEF_OK, "image %zu: %s", i, clef_last_error());
+        CHECK_MSG(got.grid_t == want.grid_t && got.grid_h == want.grid_h && got.grid_w == want.grid_w &&
+                  got.row_len == want.row_len && got.resized_w == want.resized_w,
+                  "image %zu: grid (%lld, %lld, %lld), the reference's (%lld, %lld, %lld)", i,
+                  (long long)got.grid_t, (long long)got.grid_h, (long long)got.grid_w,
+                  (long long)want.grid_t, (long long)want.grid_h, (long long)want.grid_w);
+        if (st == CLEF_OK && got.n_rows == want.n_rows && got.row_len == want.row_len)
+            for (int64_t k = 0; k < got.n_rows * got.row_len; k++) {
+                double d = fabs((double)got.rows[k] - want.rows[k]);
+                worst = d > worst ? d : worst;
+            }
+        clef_image_pixels_free(&got);
+        clef_image_pixels_free(&want);
+    }
+    printf("engine decoder + processor vs transformers' PIL processor: max abs pixel diff %.3g\n", worst);
+    CHECK_MSG(worst <= 1e-6, "pixel rows differ by %.3g", worst);
+}
+
+/* Refusals through the default path, each by name: a video, a corrupt image, images over the
+ * request's total of decoded bytes (before any is decoded). */
+static void check_refusals(clef_model *m) {
     char *out = NULL;
-    CHECK_EQ_INT(clef_model_decide(m, body, strlen(body), &out), CLEF_ERR_UNSUPPORTED);
-    CHECK_MSG(strstr(clef_last_error(), "images[0]") != NULL, "message: %s", clef_last_error());
-    free(body);
     const char *video = "{\"state\":\"x\",\"questions\":{\"q\":{\"type\":\"noul\"}},"
                         "\"videos\":[\"data:video/mp4;base64,AAAA\"]}";
     int st = clef_model_decide(m, video, strlen(video), &out);
     CHECK_MSG(st != CLEF_OK && out == NULL, "a video is refused");
+    /* a PNG signature and nothing else: truncated */
+    const char *corrupt = "{\"state\":\"x\",\"questions\":{\"q\":{\"type\":\"noul\"}},"
+                          "\"images\":[{\"content_type\":\"image/png\",\"base64\":\"iVBORw0KGgo=\"}]}";
+    st = clef_model_decide(m, corrupt, strlen(corrupt), &out);
+    CHECK_MSG(st == CLEF_ERR_REQUEST_INVALID && strstr(clef_last_error(), "images[0]"),
+              "a truncated PNG: %d %s", st, clef_last_error());
+    /* three images of 2.8 MiB each: over the 8 MiB total */
+    const size_t b64_len = (size_t)(2.8 * 1048576) / 3 * 4;
+    clef_strbuf b = {0};
+    clef_strbuf_append_str(&b, "{\"state\":\"x\",\"questions\":{\"q\":{\"type\":\"noul\"}},\"images\":[");
+    for (int i = 0; i < 3; i++) {
+        clef_strbuf_append_str(&b, i ? ",\"data:image/png;base64,iVBORw0KGgo" : "\"data:image/png;base64,iVBORw0KGgo");
+        for (size_t k = 12; k < b64_len; k++)
+            clef_strbuf_append_char(&b, 'A');
+        clef_strbuf_append_char(&b, '"');
+    }
+    clef_strbuf_append_str(&b, "]}");
+    size_t len = 0;
+    char *big = clef_strbuf_take(&b, &len);
+    st = big ? clef_model_decide(m, big, len, &out) : -1;
+    CHECK_MSG(st == CLEF_ERR_REQUEST_TOO_LONG && strstr(clef_last_error(), "total"),
+              "images over the total: %d %s", st, clef_last_error());
+    free(big);
 }
 
 int main(void) {
@@ -262,10 +311,19 @@ int main(void) {
     if (ok)
         CHECK_EQ_INT(clef_model_load("demo/clef-demo", &mp, &m), CLEF_OK);
     if (m) {
+        /* 1. the reference processor's pixels: everything after decoding */
         m->image_pixels = fixture_pixels;
         m->image_pixels_ctx = &fx;
         check_records(m, &fx);
-        check_refusals(m, &fx);
+        /* 2. the engine's own path from the image files, with the fixture's pixel bounds
+         * (the demo release ships no preprocessor_config.json) */
+        m->image_pixels = clef_image_pixels_default;
+        m->image_pixels_ctx = NULL;
+        m->image_params.min_pixels = 8 * 8;
+        m->image_params.max_pixels = 64 * 64;
+        check_decoder_pixels(m, &fx);
+        check_records(m, &fx);
+        check_refusals(m);
     }
     clef_model_free(m);
     json_doc_free(fx.doc);
