@@ -173,6 +173,18 @@ int clef_answers_render(const clef_request *request, const clef_encoded_record *
                         (int)encoded->n_tokens);
     if (encoded->truncated_tokens > 0)
         clef_strbuf_appendf(out, ",\"truncated_tokens\":%d", (int)encoded->truncated_tokens);
+    if (encoded->n_images > 0 && encoded->image_usage) {
+        /* the processed size of each image and the placeholder tokens it became */
+        int64_t vision_tokens = 0;
+        clef_strbuf_append_str(out, ",\"images\":[");
+        for (int32_t i = 0; i < encoded->n_images; i++) {
+            const int32_t *u = encoded->image_usage + 3 * i;
+            clef_strbuf_appendf(out, "%s{\"width\":%d,\"height\":%d,\"vision_tokens\":%d}",
+                                i ? "," : "", (int)u[0], (int)u[1], (int)u[2]);
+            vision_tokens += u[2];
+        }
+        clef_strbuf_appendf(out, "],\"vision_tokens\":%lld", (long long)vision_tokens);
+    }
     clef_strbuf_append_str(out, "}}");
     return clef_strbuf_status(out);
 }

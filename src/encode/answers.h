@@ -36,7 +36,9 @@ int clef_answer_render(const clef_question *q, const double *probs, clef_strbuf 
 /*
  * Append the SystemOne response body:
  *   {"model": <model_echo>, "answers": {...}, "usage": {"input_tokens": n_tokens,
- *    "output_tokens": 0[, "truncated_tokens": k when the state was cut]}}
+ *    "output_tokens": 0[, "truncated_tokens": k when the state was cut]
+ *    [, "images": [{"width", "height" (processed, pixels), "vision_tokens"}, ...],
+ *       "vision_tokens": total, when the record has images]}}
  * probs: n_probs values, every question's options in presentation order, questions in
  * document order (n_probs must equal the total option count). model_echo NULL: the
  * request's model (JSON null for a record without one).

@@ -34,6 +34,7 @@ void clef_encoded_record_free(clef_encoded_record *record) {
         free(record->questions[i].options);
     free(record->questions);
     free(record->ids);
+    free(record->image_usage);
     memset(record, 0, sizeof *record);
 }
 

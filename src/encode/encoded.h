@@ -42,6 +42,10 @@ typedef struct clef_encoded_record {
     int32_t n_media_tokens;   /* placeholder tokens reserved for images/videos (0 if none) */
     int32_t state_offset;     /* first state token */
     int32_t n_state_tokens;   /* state tokens kept */
+    /* Set by whoever processed the media (the engine), reported in usage: */
+    int32_t n_images;         /* images processed */
+    int32_t *image_usage;     /* [n_images][3]: processed width, height, vision tokens; owned
+                               * (freed by clef_encoded_record_free), NULL when none */
 } clef_encoded_record;
 
 #endif /* CLEF_ENCODE_ENCODED_H */

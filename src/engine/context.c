@@ -48,7 +48,9 @@ int clef_context_make(clef_model *m, const clef_context_params *params, clef_con
         goto err;
     c->ids = malloc((size_t)p.max_tokens * sizeof *c->ids);
     c->seq_start = malloc(((size_t)p.max_tokens + 1) * sizeof *c->seq_start);
-    if (!c->ids || !c->seq_start) {
+    c->pos = malloc(3 * (size_t)p.max_tokens * sizeof *c->pos);
+    c->media_rows = malloc((size_t)p.max_tokens * sizeof *c->media_rows);
+    if (!c->ids || !c->seq_start || !c->pos || !c->media_rows) {
         st = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "clef_context_create: out of memory");
         goto err;
     }
@@ -75,15 +77,19 @@ void clef_context_free(clef_context *c) {
     if (!c)
         return;
     clef_joint_head_free(c->head);
+    vision_state_free(c->vision);
     qwen35_state_free(c->state);
     clef_backend_free(c->be);
     free(c->ids);
     free(c->seq_start);
+    free(c->pos);
+    free(c->media_rows);
     free(c);
 }
 
 uint64_t clef_context_workspace_bytes(const clef_context *c) {
-    return c ? (uint64_t)qwen35_state_bytes(c->state) + clef_joint_head_workspace_bytes(c->head)
+    return c ? (uint64_t)qwen35_state_bytes(c->state) + clef_joint_head_workspace_bytes(c->head) +
+                   (c->vision ? vision_state_bytes(c->vision) : 0)
              : 0;
 }
 

@@ -18,9 +18,14 @@
 #include "backend/backend.h"
 #include "core/io.h"
 #include "encode/encode.h"
+#include "engine/engine.h"
+#include "encode/media_placeholders.h"
+#include "media/image_processor.h"
 #include "encode/request.h"
 #include "model/joint_head.h"
+#include "model/mrope_positions.h"
 #include "model/qwen35.h"
+#include "model/vision.h"
 #include "release/release.h"
 #include "tokenizer/tokenizer.h"
 
@@ -35,6 +40,13 @@ typedef struct clef_lm_source {
     int64_t vocab_size, hidden_size;
 } clef_lm_source;
 
+/* An image field of a request (a data URL string or {content_type, base64}) to the pixel
+ * rows the vision tower reads (media/image_processor.h: decode, resize, normalize, patchify).
+ * `what` names the field ("images[1]") in messages. A clef_status; on failure *out is zeroed
+ * (clef_image_pixels_free accepts it either way). */
+typedef int (*clef_image_pixels_fn)(void *ctx, const clef_model *m, const json_value *image,
+                                    const char *what, clef_image_pixels *out);
+
 struct clef_model {
     char *name;                     /* the release directory's base name */
     clef_model_params params;       /* with defaults filled in */
@@ -46,6 +58,10 @@ struct clef_model {
                                        embedding table lives on (qwen35_load_placed), or NULL */
     qwen35_model *backbone;         /* weights only */
     clef_joint_head *head;          /* weights only (no workspace) */
+    vision_model *vision;           /* weights only; NULL when the release has no tower */
+    clef_image_pixels_fn image_pixels; /* images to pixel rows (media.c; tests replace it) */
+    void *image_pixels_ctx;
+    clef_image_processor_params image_params; /* the release's processor settings (vision) */
     clef_lm_source lm;
     clef_request_limits limits;
     uint64_t load_done, load_total; /* weight bytes read so far / in all, for progress */
@@ -62,6 +78,9 @@ struct clef_context {
     clef_joint_head *head;          /* a fork of model->head: own workspace */
     int32_t *ids;                   /* (max_tokens) host staging of a packed batch */
     int64_t *seq_start;             /* (max_tokens + 1) */
+    int32_t *pos;                   /* (3, max_tokens) host staging of the batch's positions */
+    int32_t *media_rows;            /* (max_tokens) batch rows of the media placeholders */
+    vision_state *vision;           /* the tower's workspace, planned on the first image */
 };
 
 struct clef_prepared {
@@ -76,7 +95,24 @@ struct clef_prepared {
     int64_t n_rows;
     void *rows;
     const clef_lm_source *lm;       /* how to widen rows (dtype, hidden size) */
+    /* media (engine/media.c): the images' pixel rows, and the record's 3-D positions */
+    int32_t n_media;
+    clef_image_pixels *media;       /* [n_media] */
+    int64_t *media_tokens;          /* [n_media] placeholder tokens of each */
+    clef_media_placeholders placeholders; /* the encoder's media hook context */
+    int32_t *pos;                   /* (3, n_tokens) when n_media > 0, else NULL (text: 0..T-1) */
 };
+
+/* media.c: the images of p->request processed and the encoder's media hook set on ep;
+ * after encoding, clef_media_positions fills p->pos. clef_media_run runs the tower over the
+ * media of a batch and gives the rows their features replace. */
+int clef_media_prepare(const clef_model *m, clef_prepared *p, clef_encode_params *ep);
+int clef_media_positions(const clef_model *m, clef_prepared *p);
+void clef_media_free(clef_prepared *p);
+int clef_media_run(clef_context *c, clef_prepared *const *recs, size_t n, qwen35_embeds *embeds);
+/* The default clef_image_pixels_fn: src/media's decoder and image processor. */
+int clef_image_pixels_default(void *ctx, const clef_model *m, const json_value *image,
+                              const char *what, clef_image_pixels *out);
 
 /* A context for model (context.c); the default context uses it too. */
 int clef_context_make(clef_model *model, const clef_context_params *params, clef_context **out);

@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/numeric.h"
 #include "engine/engine_internal.h"
+#include "media/processor_config.h"
 #include "model/weight_loader.h"
 #include "release/values.h"
 #ifdef CLEF_HAVE_CUDA
@@ -101,13 +102,14 @@ static int model_read_range(void *user, const clef_tensor_info *t, uint64_t offs
     return clef_tensor_source_read_range_by_copy(model_read, user, t, offset, n, dst);
 }
 
-/* Bytes the backbone and the head will read (text.* and head.* tensors; lm_head is read by
- * rows later, vision.* is not loaded by this text-only build). */
+/* Bytes the backbone, the head and the vision tower will read (text.*, head.*, vision.*
+ * tensors; lm_head is read by rows later). */
 static uint64_t bytes_to_load(const clef_release *rel) {
     uint64_t total = 0;
     for (size_t i = 0; i < clef_release_tensor_count(rel); i++) {
         const clef_tensor_info *t = clef_release_tensor_at(rel, i);
-        if (!strncmp(t->name, "text.", 5) || !strncmp(t->name, "head.", 5))
+        if (!strncmp(t->name, "text.", 5) || !strncmp(t->name, "head.", 5) ||
+            !strncmp(t->name, "vision.", 7))
             total += t->n_bytes;
     }
     return total;
@@ -279,6 +281,15 @@ int clef_model_load(const char *dir, const clef_model_params *params, clef_model
         goto err;
     if ((st = clef_joint_head_load(m->backend, &cfg->head, &src, NULL, &m->head)))
         goto err;
+    /* the vision tower, when the release has one (records with images need it) */
+    if (cfg->vision.present) {
+        if ((st = vision_load(&cfg->vision, &src, m->backend, &m->vision)))
+            goto err;
+        /* its image processor: the tower's sizes, bounds from preprocessor_config.json */
+        if ((st = clef_processor_config_load(dir, &cfg->vision, &m->image_params)))
+            goto err;
+    }
+    m->image_pixels = clef_image_pixels_default;
     if ((st = lm_open(&m->lm, m->release)))
         goto err;
 
@@ -302,6 +313,7 @@ void clef_model_free(clef_model *m) {
         return;
     clef_context_free(m->default_ctx); /* before the weights and the backend it forks */
     clef_joint_head_free(m->head);
+    vision_free(m->vision);
     qwen35_free(m->backbone);
     clef_backend_free(m->host_backend);
     clef_backend_free(m->backend);
@@ -316,7 +328,8 @@ void clef_model_free(clef_model *m) {
 const char *clef_model_name(const clef_model *m) { return m ? m->name : ""; }
 int32_t clef_model_max_length(const clef_model *m) { return m ? m->params.max_length : 0; }
 uint64_t clef_model_weight_bytes(const clef_model *m) {
-    return m ? (uint64_t)qwen35_weight_bytes(m->backbone) + clef_joint_head_weight_bytes(m->head)
+    return m ? (uint64_t)qwen35_weight_bytes(m->backbone) + clef_joint_head_weight_bytes(m->head) +
+                   (m->vision ? vision_weight_bytes(m->vision) : 0)
              : 0;
 }
 const char *clef_model_device(const clef_model *m) { return m ? m->device : ""; }

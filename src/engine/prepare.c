@@ -24,6 +24,7 @@ void clef_prepared_free(clef_prepared *p) {
     free(p->probs_d);
     free(p->row_ids);
     free(p->rows);
+    clef_media_free(p);
     free(p);
 }
 
@@ -105,7 +106,11 @@ int clef_engine_prepare(const clef_model *m, clef_request_kind kind, const char 
                                                                : CLEF_TRUNCATE_STATE;
     ep.tokenize = clef_tokenize_tok;
     ep.tokenize_ctx = m->tokenizer;
+    if ((st = clef_media_prepare(m, p, &ep))) /* images: pixels, and the placeholder hook */
+        goto err;
     if ((st = clef_record_encode(p->request, &ep, &p->encoded)))
+        goto err;
+    if ((st = clef_media_positions(m, p)))
         goto err;
 
     for (int32_t q = 0; q < p->encoded.n_questions; q++)

@@ -63,6 +63,7 @@ int clef_engine_run(clef_context *c, clef_prepared *const *recs, size_t n, int *
         return CLEF_OK;
     const clef_model *m = c->model;
     int64_t tokens = 0;
+    int with_media = 0;
     c->seq_start[0] = 0;
     int st = CLEF_OK;
     for (size_t i = 0; i < n && !st; i++) {
@@ -81,10 +82,26 @@ int clef_engine_run(clef_context *c, clef_prepared *const *recs, size_t n, int *
         memcpy(c->ids + tokens, e->ids, (size_t)e->n_tokens * sizeof *c->ids);
         tokens += e->n_tokens;
         c->seq_start[i + 1] = tokens;
+        with_media |= recs[i]->n_media > 0;
     }
-    /* text positions: pos NULL = each token's index in its own record */
+    /* positions: text records 0..T-1 on all three axes; records with images their 3-D
+     * positions from prepare; all (3, tokens), axis-major */
+    if (!st && with_media)
+        for (size_t i = 0; i < n; i++) {
+            const clef_prepared *p = recs[i];
+            const int64_t s0 = c->seq_start[i], T = p->encoded.n_tokens;
+            for (int axis = 0; axis < 3; axis++)
+                for (int64_t t = 0; t < T; t++)
+                    c->pos[axis * tokens + s0 + t] = p->pos ? p->pos[axis * T + t] : (int32_t)t;
+        }
+    /* the images of the batch through the vision tower; their features replace the
+     * placeholders' embeddings */
+    qwen35_embeds embeds = {0};
+    if (!st && with_media)
+        st = clef_media_run(c, recs, n, &embeds);
     if (!st)
-        st = qwen35_forward(m->backbone, c->state, (int64_t)n, c->seq_start, c->ids, NULL);
+        st = qwen35_forward_embeds(m->backbone, c->state, (int64_t)n, c->seq_start, c->ids,
+                                   with_media ? c->pos : NULL, with_media ? &embeds : NULL);
     if (st) {
         for (size_t i = 0; i < n; i++) {
             statuses[i] = st;

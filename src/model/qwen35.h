@@ -81,6 +81,21 @@ void qwen35_state_free(qwen35_state *s); /* accepts NULL */
 int qwen35_forward(const qwen35_model *m, qwen35_state *s, int64_t n_seqs,
                    const int64_t *seq_start, const int32_t *ids, const int32_t *pos);
 
+/* Rows of the batch whose input embedding is given instead of looked up: media features
+ * that replace the image_pad / video_pad tokens (transformers: inputs_embeds.masked_scatter). */
+typedef struct qwen35_embeds {
+    int64_t n;                /* rows replaced */
+    const int32_t *rows;      /* host [n]: row of the batch that feature i replaces, distinct */
+    const float *features;    /* backend memory [n, D] (e.g. vision_state_output) */
+} qwen35_embeds;
+
+/* qwen35_forward where embeds (NULL: none) replaces the embedding of its rows. Errors as
+ * qwen35_forward, and CLEF_ERR_INVALID_ARG for a row outside the batch or more rows than
+ * the state's max_tokens. */
+int qwen35_forward_embeds(const qwen35_model *m, qwen35_state *s, int64_t n_seqs,
+                          const int64_t *seq_start, const int32_t *ids, const int32_t *pos,
+                          const qwen35_embeds *embeds);
+
 /* [n_tokens, D] fp32 in backend memory, row = token of the last forward on s; valid until the
  * next forward on s or qwen35_state_free. */
 const float *qwen35_state_output(const qwen35_state *s);

@@ -106,6 +106,12 @@ static void mlp(const qwen35_model *m, qwen35_state *s, const qwen35_layer *L, i
 
 int qwen35_forward(const qwen35_model *m, qwen35_state *s, int64_t n_seqs,
                    const int64_t *seq_start, const int32_t *ids, const int32_t *pos) {
+    return qwen35_forward_embeds(m, s, n_seqs, seq_start, ids, pos, NULL);
+}
+
+int qwen35_forward_embeds(const qwen35_model *m, qwen35_state *s, int64_t n_seqs,
+                          const int64_t *seq_start, const int32_t *ids, const int32_t *pos,
+                          const qwen35_embeds *embeds) {
     if (!m || !s || !seq_start || !ids || n_seqs <= 0)
         return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_forward: NULL argument or n_seqs %lld <= 0", (long long)n_seqs);
     if (s->model != m)
@@ -131,6 +137,20 @@ int qwen35_forward(const qwen35_model *m, qwen35_state *s, int64_t n_seqs,
         if (ids[t] < 0 || ids[t] >= m->cfg.vocab_size)
             return clef_fail(CLEF_ERR_REQUEST_INVALID, "token %lld has id %d, outside the vocabulary [0, %lld)",
                              (long long)t, ids[t], (long long)m->cfg.vocab_size);
+    if (embeds && embeds->n > 0) {
+        if (!embeds->rows || !embeds->features || embeds->n > n)
+            return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_forward: %lld embedding rows for a batch "
+                             "of %lld tokens", (long long)embeds->n, (long long)n);
+        for (int64_t i = 0; i < embeds->n; i++) {
+            if (embeds->rows[i] < 0 || embeds->rows[i] >= n)
+                return clef_fail(CLEF_ERR_INVALID_ARG, "qwen35_forward: embedding row %lld goes to "
+                                 "token %d, outside the batch of %lld", (long long)i,
+                                 embeds->rows[i], (long long)n);
+            /* segment i copies feature row i over its token's row (a sum of one row, / 1) */
+            s->host_segs[i] = (clef_segment){.dst = embeds->rows[i], .begin = (int32_t)i,
+                                             .end = (int32_t)(i + 1), .count = 1, .accumulate = 0};
+        }
+    }
     clef_backend *be = s->be;
     const float eps = (float)m->cfg.rms_norm_eps;
     /* the batch on the backend: ids, positions (text: each row's index in its own sequence on
@@ -148,6 +168,8 @@ int qwen35_forward(const qwen35_model *m, qwen35_state *s, int64_t n_seqs,
         st = clef_backend_write(be, s->pos, pos, sizeof(int32_t) * (size_t)(3 * n));
     if (st == CLEF_OK)
         st = clef_backend_write(be, s->seq_start, s->host_start, sizeof(int32_t) * (size_t)(n_seqs + 1));
+    if (st == CLEF_OK && embeds && embeds->n > 0)
+        st = clef_backend_write(be, s->embed_segs, s->host_segs, sizeof(clef_segment) * (size_t)embeds->n);
     if (st != CLEF_OK)
         return st;
     const clef_seqs seqs = {.n_seqs = n_seqs, .start = seq_start, .start_dev = s->seq_start, .max_len = max_len};
@@ -168,6 +190,9 @@ int qwen35_forward(const qwen35_model *m, qwen35_state *s, int64_t n_seqs,
         if (st != CLEF_OK)
             return st;
     }
+    /* inputs_embeds = inputs_embeds.masked_scatter(media_mask, media_features) */
+    if (embeds && embeds->n > 0)
+        clef_segment_sum(be, embeds->n, D, s->embed_segs, embeds->features, D, NULL, s->h, D);
     for (int64_t i = 0; i < m->cfg.num_hidden_layers; i++) {
         const qwen35_layer *L = &m->w.layers[i];
         /* h += mixer(input_layernorm(h)) */

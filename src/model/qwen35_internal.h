@@ -65,6 +65,8 @@ struct qwen35_state {
     clef_backend *embed_be;     /* a fork of the model's embed_be (host embedding), or NULL */
     float *embed_stage;         /* (QWEN35_EMBED_CHUNK, D) host rows gathered there, then
                                    copied to h (clef_backend_host_alloc of be: pinned) */
+    clef_segment *embed_segs;   /* (N) rows replaced by given embeddings (media features) */
+    clef_segment *host_segs;    /* (N) host staging of embed_segs */
     size_t bytes;               /* backend bytes of the buffers */
     int64_t n_tokens;           /* rows of the last forward */
 };

@@ -95,6 +95,7 @@ int qwen35_state_create(const qwen35_model *m, clef_backend *be, const qwen35_pa
         {(void **)&s->rope_cos, f * (size_t)(N * rot)},
         {(void **)&s->rope_sin, f * (size_t)(N * rot)},
         {&s->scratch, mixer_scratch_bytes(m, be, &p)},
+        {(void **)&s->embed_segs, sizeof(clef_segment) * (size_t)N},
     };
     int st = CLEF_OK;
     for (size_t i = 0; i < sizeof plan / sizeof plan[0]; i++) {
@@ -108,13 +109,14 @@ int qwen35_state_create(const qwen35_model *m, clef_backend *be, const qwen35_pa
     }
     s->host_pos = malloc(i32 * (size_t)(3 * N));
     s->host_start = malloc(i32 * (size_t)(N + 1));
+    s->host_segs = malloc(sizeof(clef_segment) * (size_t)N);
     if (m->embed_be) { /* host embedding: a fork to gather on, pinned rows to copy from */
         if ((st = clef_backend_fork(m->embed_be, &s->embed_be)))
             goto err;
         s->embed_stage = clef_backend_host_alloc(
             be, sizeof(float) * (size_t)QWEN35_EMBED_CHUNK * (size_t)m->cfg.hidden_size);
     }
-    if (!s->host_pos || !s->host_start || (m->embed_be && !s->embed_stage)) {
+    if (!s->host_pos || !s->host_start || !s->host_segs || (m->embed_be && !s->embed_stage)) {
         st = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "qwen35 state: out of memory");
         goto err;
     }
@@ -134,6 +136,7 @@ void qwen35_state_free(qwen35_state *s) {
     clef_backend_free(s->embed_be);
     free(s->host_pos);
     free(s->host_start);
+    free(s->host_segs);
     free(s);
 }
 

@@ -12,6 +12,7 @@
  * 2 bad usage.
  */
 #include "clef.h"
+#include "cli_image.h"
 #include "cli_util.h"
 #include "commands.h"
 
@@ -25,13 +26,16 @@
 #define RUN_MAX_LENGTH_LIMIT 262144
 /* --threads: more than this is surely a typo; above the core count it is capped anyway. */
 #define RUN_MAX_THREADS 4096
+/* --image: the API takes up to 4 images per record; more are refused by the library with
+ * the limit in the message, this only bounds the flag list. */
+#define RUN_MAX_IMAGES 64
 
 static void run_usage(FILE *out) {
     fprintf(out,
             "usage: clef run --model DIR [--record FILE|-]\n"
             "                [--questions FILE|- (--state TEXT | --state-file FILE)]\n"
-            "                [--device cpu|cuda[:N]] [--max-length N] [--threads N]\n"
-            "                [--profile resident|host-embed] [--truncation truncate|refuse]\n"
+                   !strcmp(a, "--truncation") || !strcmp(a, "--image") ||
+                   !strcmp(a, "--device") || !strcmp(a, "--profile")) {
             "                [--json|--table] [--quiet]\n"
             "\n"
             "Decide one record with the Clef release in DIR and print the answer.\n"
@@ -50,6 +54,9 @@ static void run_usage(FILE *out) {
             "  --state-file FILE  the state with --questions, read from FILE (- reads stdin);\n"
             "                     JSON if it parses as JSON, else a string. A missing file is\n"
             "                     an error\n"
+            "  --image FILE       an image (PNG, JPEG or WebP) for the record, sent as a data\n"
+            "                     URL in its \"images\" list; repeat for several (the API takes\n"
+            "                     up to 4); replaces the record's own \"images\"\n"
             "  --device D         where the model runs: cpu (the default), cuda (GPU 0) or\n"
             "                     cuda:N (GPU N); on a GPU, the device memory the model and\n"
             "                     the decision held is reported on stderr (unless --quiet)\n"
@@ -128,6 +135,34 @@ static int assemble_record(const char *questions_path, const char *state_text,
     return 0;
 }
 
+/* The --image files into the record's "images" list (data URLs). The record must be valid
+ * JSON first, so a broken one is reported as such rather than as an image problem. */
+static int add_images(const char *const *paths, int n, char **request, size_t *request_len) {
+    int st = clef_json_check(*request, *request_len);
+    if (st != CLEF_OK) {
+        fprintf(stderr, "clef run: record refused: %s (%s)\n", clef_last_error(),
+                clef_status_str(st));
+        free(*request);
+        return 1;
+    }
+    char *urls[RUN_MAX_IMAGES];
+    int rc = 0, made = 0;
+    for (; made < n && !rc; made++)
+        rc = cli_image_data_url(paths[made], &urls[made]);
+    if (rc)
+        made--; /* the failed one was not made */
+    char *with = NULL;
+    size_t with_len = 0;
+    if (!rc)
+        rc = cli_record_add_images(*request, *request_len, urls, n, &with, &with_len);
+    for (int i = 0; i < made; i++)
+        free(urls[i]);
+    free(*request);
+    *request = with;
+    *request_len = with_len;
+    return rc;
+}
+
 typedef struct progress_state {
     int shown;        /* a progress line is on the terminal */
     int last_percent; /* of the weights, last printed */
@@ -195,6 +230,8 @@ int cmd_run(int argc, char **argv) {
     const char *model_dir = NULL, *record_path = NULL, *questions_path = NULL;
     const char *state_text = NULL, *state_file = NULL, *device = NULL;
     int max_length = 0, threads = 0, quiet = 0, format = 0; /* format: 0 auto, 1 json, 2 table */
+    const char *images[RUN_MAX_IMAGES];
+    int n_images = 0;
     clef_truncation truncation = CLEF_TRUNCATION_TRUNCATE;
     clef_profile profile = CLEF_PROFILE_RESIDENT;
     for (int i = 1; i < argc; i++) {
@@ -212,8 +249,8 @@ int cmd_run(int argc, char **argv) {
         } else if (!strcmp(a, "--model") || !strcmp(a, "--record") || !strcmp(a, "--questions") ||
                    !strcmp(a, "--state") || !strcmp(a, "--state-file") ||
                    !strcmp(a, "--max-length") || !strcmp(a, "--threads") ||
-                   !strcmp(a, "--truncation") || !strcmp(a, "--device") ||
-                   !strcmp(a, "--profile")) {
+                   !strcmp(a, "--truncation") || !strcmp(a, "--image") ||
+                   !strcmp(a, "--device") || !strcmp(a, "--profile")) {
             if (!has_value)
                 return usage_error("%s needs a value", a);
             const char *v = argv[++i];
@@ -228,7 +265,11 @@ int cmd_run(int argc, char **argv) {
                 state_text = v;
             else if (!strcmp(a, "--state-file"))
                 state_file = v;
-            else if (!strcmp(a, "--device"))
+            else if (!strcmp(a, "--image")) {
+                if (n_images == RUN_MAX_IMAGES)
+                    return usage_error("more than %s --image flags", "64");
+                images[n_images++] = v;
+            } else if (!strcmp(a, "--device"))
                 device = v;
             else if (!strcmp(a, "--profile"))
                 rc = cli_parse_profile("run", v, &profile);
@@ -279,6 +320,8 @@ int cmd_run(int argc, char **argv) {
                  : cli_read_input("run", "--record", record_path ? record_path : "-", &request,
                                   &request_len);
     if (rc)
+        return rc;
+    if (n_images > 0 && (rc = add_images(images, n_images, &request, &request_len)))
         return rc;
     /* The record first: a bad one is refused before the release is opened (no weight read). */
     int st = clef_request_check(request, request_len);
