@@ -41,7 +41,7 @@ typedef struct clef_quantize_params {
                                   * block absmax (8 or 16 float lanes); 0 = 8 (what torch
                                   * 2.11's CPU wheels do) */
     int torch_threads;           /* NF4: torch's thread count for that sum (it matters only
-                                  * from 32,768 blocks on); 0 = 1 */
+                                  * from 32,768 blocks on), at most 4096; 0 = 1 */
     clef_progress_fn progress;   /* NULL: silent. Called before each step (file = the
                                   * tensor's name, step i of n, bytes = its source size) and
                                   * once at the end with file NULL. Steps: for NF4 each

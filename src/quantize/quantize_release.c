@@ -334,9 +334,9 @@ int clef_quantize_release(const char *src_dir, const char *dst_dir,
         params->torch_sum_lanes != 16)
         return clef_fail(CLEF_ERR_INVALID_ARG, "torch_sum_lanes is %d: 8 or 16",
                          params->torch_sum_lanes);
-    if (params->torch_threads < 0)
-        return clef_fail(CLEF_ERR_INVALID_ARG, "torch_threads is %d: >= 1 (0 = 1)",
-                         params->torch_threads);
+    if (params->torch_threads < 0 || params->torch_threads > CLEF_TORCH_MAX_THREADS)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "torch_threads is %d: from 1 to %d (0 = 1)",
+                         params->torch_threads, CLEF_TORCH_MAX_THREADS);
     int rc = check_destination(dst_dir);
     if (rc != CLEF_OK)
         return rc;
