@@ -108,7 +108,12 @@ static void cuda_free_backend(clef_backend *be) {
  * stream, cuBLASLt handle, workspace and staging, so forks run ops concurrently. Its memory
  * count covers what it allocates itself. */
 static int cuda_fork(clef_backend *parent, clef_backend **child) {
-    return clef_backend_cuda_create(cuda_ctx(parent)->device, child);
+    int st = clef_backend_cuda_create(cuda_ctx(parent)->device, child);
+    if (st == CLEF_OK) { /* the kernel choices follow the parent */
+        cuda_ctx(*child)->attention_fp32 = cuda_ctx(parent)->attention_fp32;
+        cuda_ctx(*child)->gdn_chunked = cuda_ctx(parent)->gdn_chunked;
+    }
+    return st;
 }
 
 static const clef_backend_ops cuda_ops = {
@@ -148,6 +153,9 @@ static const clef_backend_ops cuda_ops = {
     .add_rows = cuda_add_rows,
     .pair_features = cuda_pair_features,
     .axpy = cuda_axpy,
+    .memory = cuda_memory_query,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
 };
 
 extern "C" int clef_backend_cuda_device_count(void) {
@@ -194,6 +202,7 @@ extern "C" int clef_backend_cuda_create(int device, clef_backend **out) {
         cuda_free_backend(be);
         return clef_fail(CLEF_ERR_INTERNAL, "CUDA device %d: cublasLtCreate failed", device);
     }
+    ctx->flash_ok = cuda_flash_probe(be);
     *out = be;
     return CLEF_OK;
 }
@@ -207,6 +216,12 @@ extern "C" void clef_backend_cuda_memory(const clef_backend *be, size_t *residen
 }
 
 extern "C" void clef_backend_cuda_set_attention_fp32(clef_backend *be, int on) { cuda_ctx(be)->attention_fp32 = on != 0; }
+
+extern "C" void clef_backend_cuda_set_gdn_chunked(clef_backend *be, int on) { cuda_ctx(be)->gdn_chunked = on != 0; }
+
+extern "C" int clef_backend_cuda_flash_attention(const clef_backend *be) {
+    return ((const cuda_context *)be->ctx)->flash_ok;
+}
 
 extern "C" int clef_backend_cuda_fill_normal_bf16(clef_backend *be, void *dst, size_t n, float std, uint64_t seed) {
     return cuda_fill_normal_bf16(be, dst, n, std, seed);
