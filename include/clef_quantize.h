@@ -12,8 +12,8 @@
  * weights. The destination must not exist or be an empty directory; everything is written
  * into a temporary directory beside it (DST.tmp-<pid>) and renamed to DST at the end, so
  * DST is either absent or complete. Tensors are streamed: memory stays bounded by a few
- * 16 MiB buffers plus, for NF4, the block absmax of one weight (1/32 of its BF16 bytes),
- * never the model.
+ * 16 MiB buffers plus, for NF4, the block absmax of one weight and their codes (5/128 of
+ * its BF16 bytes), never the model.
  *
  * Thread safety: reentrant; the callback runs on the calling thread.
  */
@@ -41,7 +41,9 @@ typedef struct clef_quantize_params {
                                   * block absmax (8 or 16 float lanes); 0 = 8 (what torch
                                   * 2.11's CPU wheels do) */
     int torch_threads;           /* NF4: torch's thread count for that sum (it matters only
-                                  * from 32,768 blocks on); 0 = 1 */
+                                  * from 32,768 blocks on), at most 4096; 0 = 1 */
+    int n_threads;               /* INT8 ConvRot: threads that quantize rows (the bytes do
+                                  * not depend on it); 0 = all available */
     clef_progress_fn progress;   /* NULL: silent. Called before each step (file = the
                                   * tensor's name, step i of n, bytes = its source size) and
                                   * once at the end with file NULL. Steps: for NF4 each
@@ -50,7 +52,7 @@ typedef struct clef_quantize_params {
     void *progress_user;
 } clef_quantize_params;
 
-/* NF4, 50 GB shards, torch sum 8 lanes x 1 thread, silent. */
+/* NF4, 50 GB shards, torch sum 8 lanes x 1 thread, all threads, silent. */
 CLEF_API clef_quantize_params clef_quantize_default_params(void);
 
 /* "nf4", "fp8", "int8-convrot" -> *out; 1 if known, else 0. */

@@ -1,6 +1,12 @@
 #!/usr/bin/env python3
-"""make_fixtures.py — the BF16 source release that `clef quantize --to int8-convrot` is
-tested on: tests/quantize/fixtures/int8-src.
+"""make_fixtures.py — the oracle fixtures of tests/quantize/:
+
+  int8-src/       the BF16 source release that `clef quantize --to int8-convrot` is tested on
+  nf4_large.json  bitsandbytes' NF4 quantizer (quantize_4bit, double quant, CPU) on weights
+                  large enough for torch to split the absmax mean across threads (>= 32,768
+                  blocks), and torch.sum on 1 to 100,000 values with 1 to 8 threads: hashes of
+                  the codes and tables, the offsets' and sums' bits (the inputs are made by a
+                  32-bit LCG that the C test runs too, so no weights are committed)
 
 tests/release/fixtures/int8 (comfy-kitchen's own INT8 ConvRot release, written by
 scripts/fixtures/make_test_fixtures.py) was quantized from a BF16 release that is not
@@ -46,6 +52,56 @@ def tensors_of(release: Path) -> dict:
     return out
 
 
+def lcg_floats(n: int, seed: int):
+    """n floats in [-0.05, 0.05): s = s * 1664525 + 1013904223 (mod 2^32), f = ((s >> 8) *
+    2^-24 - 0.5) * 0.1 in float32 (tests/quantize/test_quantize_nf4_large.c makes the same)."""
+    import numpy as np
+    s = np.empty(n, dtype=np.uint64)
+    state = seed & 0xFFFFFFFF
+    for i in range(n):  # plain loop: exact 32-bit arithmetic
+        state = (state * 1664525 + 1013904223) & 0xFFFFFFFF
+        s[i] = state
+    f = (s >> 8).astype(np.float32) * np.float32(2.0 ** -24)
+    return (f - np.float32(0.5)) * np.float32(0.1)
+
+
+def fnv1a64(data: bytes) -> str:
+    h = 0xCBF29CE484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+def write_nf4_large(path: Path) -> None:
+    import json
+    import numpy as np
+    import torch
+    import bitsandbytes.functional as F
+    cases = []
+    for rows, cols, seed in ((2048, 1536, 1), (1000, 2999, 2), (77, 129, 3)):
+        w = torch.from_numpy(lcg_floats(rows * cols, seed).reshape(rows, cols)).to(torch.bfloat16)
+        for threads in (1, 4):
+            torch.set_num_threads(threads)
+            q, st = F.quantize_4bit(w, blocksize=64, compress_statistics=True, quant_type="nf4")
+            cases.append(dict(rows=rows, cols=cols, seed=seed, threads=threads,
+                              packed=fnv1a64(q.numpy().tobytes()),
+                              absmax=fnv1a64(st.absmax.numpy().tobytes()),
+                              nested_absmax=fnv1a64(st.state2.absmax.numpy().tobytes()),
+                              offset_bits=int(np.float32(st.offset.item()).view(np.uint32))))
+    sums = []
+    for n in list(range(1, 70)) + [127, 1000, 4097, 32767, 32768, 40000, 100000]:
+        x = torch.from_numpy(lcg_floats(n, 1000 + n) + np.float32(0.05))
+        for threads in (1, 2, 3, 8):
+            torch.set_num_threads(threads)
+            sums.append(dict(n=n, seed=1000 + n, threads=threads,
+                             sum_bits=int(np.float32(x.sum().item()).view(np.uint32))))
+    doc = dict(torch=torch.__version__, bitsandbytes=__import__("bitsandbytes").__version__,
+               torch_cpu_capability=torch.backends.cpu.get_cpu_capability(), lanes=8,
+               nf4=cases, sums=sums)
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"{path}: {len(cases)} NF4 weights, {len(sums)} sums")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="tests/quantize/fixtures")
@@ -68,6 +124,7 @@ def main() -> int:
                   f"in {len(differ)} tensors, e.g. {differ[:3]}: regenerate both "
                   f"(scripts/fixtures/make_test_fixtures.py, then this script)", file=sys.stderr)
             return 1
+    write_nf4_large(out / "nf4_large.json")
     size = sum(p.stat().st_size for p in src.iterdir())
     print(f"{src}: {size / 1024:.1f} KiB; comfy-kitchen quantizes it into "
           f"tests/release/fixtures/int8 exactly ({len(mine)} tensors)")

@@ -173,21 +173,18 @@ float clef_torch_sum_f32(const float *x, int64_t n, clef_torch_sum_mode mode) {
     /* two_pass_reduction: at::parallel_for splits [0, n) into chunks of divup(n, used) for
      * used = min(threads, divup(n, grain)) threads, each summed into its own slot; the
      * `threads` slots (unused ones 0) are then summed by the same kernel. */
+    CLEF_ASSERT(mode.threads <= CLEF_TORCH_MAX_THREADS);
+    float slots[CLEF_TORCH_MAX_THREADS] = {0};
     int64_t used = (n + grain - 1) / grain;
     if (used > mode.threads)
         used = mode.threads;
     const int64_t chunk = (n + used - 1) / used;
-    float *slots = calloc((size_t)mode.threads, sizeof *slots);
-    if (!slots)
-        return serial_sum(x, n, lanes); /* only on OOM; callers check sizes first */
     for (int64_t t = 0; t < used; t++) {
         int64_t begin = t * chunk, end = begin + chunk < n ? begin + chunk : n;
         if (begin < end)
             slots[t] = serial_sum(x + begin, end - begin, lanes);
     }
-    float r = serial_sum(slots, mode.threads, lanes);
-    free(slots);
-    return r;
+    return serial_sum(slots, mode.threads, lanes);
 }
 
 /* ---- step 1: 4-bit codes (bitsandbytes backends/default quantize_4bit) ------------------- */

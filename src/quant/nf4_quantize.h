@@ -27,7 +27,10 @@
 /* bitsandbytes' create_dynamic_map(signed=True): the 256-entry nested_quant_map. */
 extern const float clef_bnb_dynamic_map[256];
 
-/* How torch summed (see above): lanes 8 or 16, threads >= 1. */
+/* The most threads clef_torch_sum_f32 reproduces. */
+#define CLEF_TORCH_MAX_THREADS 4096
+
+/* How torch summed (see above): lanes 8 or 16, threads in [1, CLEF_TORCH_MAX_THREADS]. */
 typedef struct clef_torch_sum_mode {
     int lanes;
     int threads;

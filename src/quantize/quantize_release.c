@@ -11,7 +11,9 @@
  *      complete.json;
  *   4. rename DST.tmp-<pid> to DST.
  * Memory: two 16 MiB piece buffers plus, for NF4, the block absmax of one weight (4 bytes per
- * 64 elements) and its 8-bit codes — never a whole weight, never the model.
+ * 64 elements) and its 8-bit codes — never a whole weight, never the model. INT8 ConvRot,
+ * the slow one (a 256-wide rotation in torch's order per weight), splits each piece's rows
+ * across n_threads OpenMP threads.
  */
 #include "clef_quantize.h"
 
@@ -28,6 +30,7 @@
 #include "release/st_writer.h"
 
 #include <errno.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +69,7 @@ typedef struct quantizer {
     clef_torch_sum_mode sum_mode;
     uint8_t *in;    /* PIECE_BYTES of source bytes */
     uint8_t *out;   /* PIECE_BYTES of output bytes (+ scales) */
+    int n_threads;  /* INT8 ConvRot rows are quantized by this many threads */
 } quantizer;
 
 static int check_finite_bf16(const uint16_t *w, size_t n, const clef_tensor_info *t,
@@ -178,7 +182,8 @@ static int write_rows(quantizer *q, st_writer *w, const q_item *it) {
     uint8_t *in = q->in, *codes = q->out;
     float *scale = malloc((size_t)rows * sizeof *scale);
     uint16_t *scale_bf16 = malloc((size_t)rows * sizeof *scale_bf16);
-    float *rot = malloc((size_t)K * 2 * sizeof *rot);
+    const int n_threads = q->n_threads;
+    float *rot = malloc((size_t)K * 2 * (size_t)n_threads * sizeof *rot); /* per thread */
     int rc = CLEF_OK;
     if (rows * (int64_t)row_bytes > PIECE_BYTES) { /* one row over 16 MiB: its own buffers */
         in = malloc(row_bytes);
@@ -202,7 +207,15 @@ static int write_rows(quantizer *q, st_writer *w, const q_item *it) {
             rc = st_writer_write(w, &it->out[Q_SCALE], (uint64_t)r * 2, scale_bf16,
                                  (size_t)m * 2);
         } else {
-            clef_convrot_quantize_weight(wb, m, K, (int8_t *)codes, scale, rot);
+            /* rows are independent: the same bytes whatever the split */
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+            for (int t = 0; t < n_threads; t++) {
+                const int64_t r0 = m * t / n_threads, r1 = m * (t + 1) / n_threads;
+                if (r1 > r0)
+                    clef_convrot_quantize_weight(wb + r0 * K, r1 - r0, K,
+                                                 (int8_t *)codes + r0 * K, scale + r0,
+                                                 rot + (size_t)t * 2 * (size_t)K);
+            }
             rc = st_writer_write(w, &it->out[Q_SCALE], (uint64_t)r * 4, scale, (size_t)m * 4);
         }
         if (rc == CLEF_OK)
@@ -330,13 +343,16 @@ int clef_quantize_release(const char *src_dir, const char *dst_dir,
     if ((unsigned)params->target > CLEF_QUANTIZE_INT8_CONVROT)
         return clef_fail(CLEF_ERR_INVALID_ARG, "unknown quantization target %d (nf4, fp8, "
                          "int8-convrot)", (int)params->target);
+    if (params->n_threads < 0)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "n_threads is %d: >= 1 (0 = all available)",
+                         params->n_threads);
     if (params->torch_sum_lanes != 0 && params->torch_sum_lanes != 8 &&
         params->torch_sum_lanes != 16)
         return clef_fail(CLEF_ERR_INVALID_ARG, "torch_sum_lanes is %d: 8 or 16",
                          params->torch_sum_lanes);
-    if (params->torch_threads < 0)
-        return clef_fail(CLEF_ERR_INVALID_ARG, "torch_threads is %d: >= 1 (0 = 1)",
-                         params->torch_threads);
+    if (params->torch_threads < 0 || params->torch_threads > CLEF_TORCH_MAX_THREADS)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "torch_threads is %d: from 1 to %d (0 = 1)",
+                         params->torch_threads, CLEF_TORCH_MAX_THREADS);
     int rc = check_destination(dst_dir);
     if (rc != CLEF_OK)
         return rc;
@@ -347,6 +363,9 @@ int clef_quantize_release(const char *src_dir, const char *dst_dir,
     quantizer q = {.p = params};
     q.sum_mode.lanes = params->torch_sum_lanes ? params->torch_sum_lanes : 8;
     q.sum_mode.threads = params->torch_threads ? params->torch_threads : 1;
+    q.n_threads = params->n_threads ? params->n_threads : omp_get_max_threads();
+    if (q.n_threads < 1)
+        q.n_threads = 1;
     char *tmp = NULL;
     int made_tmp = 0;
 

@@ -13,7 +13,7 @@
  * Every tensor of the producer's release exists in ours with the same dtype, shape and bytes
  * and ours has no other; config.json is byte-identical; the written release opens under the
  * strict validator with every complete.json SHA-256 verified. NF4 is also written in small
- * shards (index + lm-head.safetensors). Then the refusals: a non-empty destination, a
+ * shards (index + lm-head.safetensors), INT8 on 1, 3 and all threads. Then the refusals: a non-empty destination, a
  * quantized source, a source with nothing to quantize, a missing source — each with its
  * status, and nothing left behind.
  */
@@ -122,12 +122,14 @@ static clef_release *open_verified(const char *dir) {
 }
 
 static void check_target(const char *label, clef_quantize_target target, const char *src,
-                         const char *ref_dir, uint64_t max_shard) {
+                         const char *ref_dir, uint64_t max_shard, int n_threads) {
     char dst[512], a[600], b[600];
-    snprintf(dst, sizeof dst, "%s/%s-%llu", tmp_root, label, (unsigned long long)max_shard);
+    snprintf(dst, sizeof dst, "%s/%s-%llu-%d", tmp_root, label, (unsigned long long)max_shard,
+             n_threads);
     clef_quantize_params p = clef_quantize_default_params();
     p.target = target;
     p.max_shard_bytes = max_shard;
+    p.n_threads = n_threads;
     int rc = clef_quantize_release(src, dst, &p);
     CHECK_MSG(rc == CLEF_OK, "%s: clef_quantize_release: %s", label, clef_last_error());
     if (rc != CLEF_OK)
@@ -216,6 +218,10 @@ static void check_refusals(void) {
     CHECK_EQ_INT(clef_quantize_release("tests/release/fixtures/bf16-single", dst, &p),
                  CLEF_ERR_INVALID_ARG);
     p = clef_quantize_default_params();
+    p.n_threads = -2;
+    CHECK_EQ_INT(clef_quantize_release("tests/release/fixtures/bf16-single", dst, &p),
+                 CLEF_ERR_INVALID_ARG);
+    p = clef_quantize_default_params();
     p.torch_sum_lanes = 4;
     CHECK_EQ_INT(clef_quantize_release("tests/release/fixtures/bf16-single", dst, &p),
                  CLEF_ERR_INVALID_ARG);
@@ -234,13 +240,18 @@ int main(void) {
     char refusals[300];
     snprintf(refusals, sizeof refusals, "%s/refusals", tmp_root);
     check_target("nf4", CLEF_QUANTIZE_NF4, "tests/release/fixtures/bf16-single",
-                 "tests/release/fixtures/nf4", 0);
+                 "tests/release/fixtures/nf4", 0, 0);
     check_target("nf4", CLEF_QUANTIZE_NF4, "tests/release/fixtures/bf16-single",
-                 "tests/release/fixtures/nf4", 100000);
+                 "tests/release/fixtures/nf4", 100000, 0);
     check_target("fp8", CLEF_QUANTIZE_FP8, "tests/release/fixtures/bf16-single",
-                 "tests/release/fixtures/fp8", 0);
+                 "tests/release/fixtures/fp8", 0, 0);
+    /* INT8 rows are split across threads: one thread, three, all give the producer's bytes */
     check_target("int8", CLEF_QUANTIZE_INT8_CONVROT, "tests/quantize/fixtures/int8-src",
-                 "tests/release/fixtures/int8", 0);
+                 "tests/release/fixtures/int8", 0, 1);
+    check_target("int8", CLEF_QUANTIZE_INT8_CONVROT, "tests/quantize/fixtures/int8-src",
+                 "tests/release/fixtures/int8", 0, 3);
+    check_target("int8", CLEF_QUANTIZE_INT8_CONVROT, "tests/quantize/fixtures/int8-src",
+                 "tests/release/fixtures/int8", 0, 0);
     /* refusals in a directory of their own, so that leftovers can be counted */
     mkdir(refusals, 0755);
     char saved[256];

@@ -17,7 +17,7 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: clef quantize --to nf4|fp8|int8-convrot [--progress]\n"
             "                     [--max-shard-size SIZE] [--torch-lanes 8|16]\n"
-            "                     [--torch-threads N] SRC DST\n"
+            "                     [--torch-threads N] [--threads N] SRC DST\n"
             "\n"
             "Write to DST the release SRC (a BF16 Clef release) quantized in the published\n"
             "layout of the chosen precision, with the bytes each library's quantizer writes:\n"
@@ -40,6 +40,8 @@ static void usage(FILE *out) {
             "                        run is reproduced (default 8, torch 2.11's CPU wheels)\n"
             "  --torch-threads N     nf4: its thread count; matters only for weights of\n"
             "                        32,768 blocks (2M elements) or more (default 1)\n"
+            "  --threads N           int8-convrot: threads quantizing rows (the bytes do\n"
+            "                        not depend on it; default: all cores)\n"
             "  -h, --help            this text\n"
             "\n"
             "Exit status: 0 written, 1 a problem with SRC or DST, 2 bad usage.\n");
@@ -86,7 +88,8 @@ int cmd_quantize(int argc, char **argv) {
         } else if (!strcmp(a, "--progress")) {
             p.progress = print_progress;
         } else if (!strcmp(a, "--to") || !strcmp(a, "--max-shard-size") ||
-                   !strcmp(a, "--torch-lanes") || !strcmp(a, "--torch-threads")) {
+                   !strcmp(a, "--torch-lanes") || !strcmp(a, "--torch-threads") ||
+                   !strcmp(a, "--threads")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "clef quantize: %s needs a value\n", a);
                 return 2;
@@ -107,6 +110,9 @@ int cmd_quantize(int argc, char **argv) {
                     fprintf(stderr, "clef quantize: --torch-lanes expects 8 or 16, got '%s'\n", v);
                     return 2;
                 }
+            } else if (!strcmp(a, "--threads")) {
+                if (cli_parse_int("quantize", a, v, 1, 4096, &p.n_threads) != 0)
+                    return 2;
             } else if (cli_parse_int("quantize", a, v, 1, 4096, &p.torch_threads) != 0) {
                 return 2;
             }
