@@ -84,6 +84,11 @@ int clef_weight_find(clef_weight_loader *L, const char *name, int n_dims, const 
 int clef_weight_load_matrix(clef_weight_loader *L, const char *name, int64_t rows, int64_t cols,
                             clef_matrix *out);
 
+/* A tensor stored with n_dims >= 2 dims (dims: their sizes) as the matrix [dims[0], product
+ * of the other dims] in its stored format (F32, BF16 or F16), placed and prepared: a Conv3d
+ * kernel [out, C, T, P, P] whose stride equals its size is the matrix of a patch embedding. */
+int clef_weight_load_matrix_nd(clef_weight_loader *L, const char *name, int n_dims,
+                               const int64_t *dims, clef_matrix *out);
 /* A matrix [rows, cols] whose row blocks are used as separate matrices (torch's packed
  * in_proj_weight: q, k, v rows): out[i] has part_rows[i] rows (they sum to rows), each
  * prepared on its own so a backend's packed form covers exactly the matrix it multiplies. */
