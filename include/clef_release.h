@@ -269,8 +269,8 @@ CLEF_API uint64_t clef_tensor_param_count(const clef_tensor_info *t, clef_quant_
  * CLEF_ERR_SHARD_PATH, CLEF_ERR_NOT_REGULAR, ...) naming the file. */
 CLEF_API int clef_release_check_tokenizer(const clef_release *rel);
 
-/* 1 if this build's clef_model_load runs the release's precision (BF16/F16/F32 weights);
- * 0 for the quantized precisions, which are validated and described but not run yet. */
+/* 1 if this build's clef_model_load runs the release's precision: every precision the reader
+ * accepts (BF16/F16/F32, NF4, FP8 W8A8, INT8 ConvRot) runs on the CPU backend. */
 CLEF_API int clef_release_runnable(const clef_release *rel);
 
 /* Read every floating-point weight (BF16, F16, F32, F8_E4M3) and check that it holds no NaN

@@ -251,22 +251,6 @@ int clef_model_load(const char *dir, const clef_model_params *params, clef_model
         goto err;
     }
 
-    /* Quantized releases are validated by the release reader (and described by clef
-     * inspect), but this build has no NF4 / FP8 / INT8 GEMMs yet: say so by name rather than
-     * failing later on the first U8/F8/I8 weight. */
-    if (cfg->quant.method != CLEF_QUANT_NONE) {
-        static const char *const method_names[] = {
-            [CLEF_QUANT_BNB_NF4] = "NF4 (bitsandbytes 4-bit)",
-            [CLEF_QUANT_FP8_W8A8] = "FP8 W8A8 (compressed-tensors)",
-            [CLEF_QUANT_INT8_CONVROT] = "INT8 ConvRot",
-        };
-        st = clef_fail(CLEF_ERR_UNSUPPORTED,
-                       "release '%s' is %s: this build runs BF16, F16 and F32 releases only "
-                       "(quantized weights are validated and shown by `clef inspect`, not run yet)",
-                       dir, method_names[cfg->quant.method]);
-        goto err;
-    }
-
     /* 2. the tokenizer */
     progress(m, "tokenizer", 0, 0);
     if ((st = tok_load_dir(dir, &m->tokenizer)))

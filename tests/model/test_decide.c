@@ -298,15 +298,8 @@ int main(int argc, char **argv) {
     clef_result_free(NULL);
     clef_string_free(NULL);
 
-    /* quantized releases (fixtures written by bitsandbytes, compressed-tensors, comfy-kitchen)
-     * are refused by name until their GEMMs exist, never run on a wrong path */
-    static const char *const quantized[] = {"tests/release/fixtures/nf4", "tests/release/fixtures/fp8",
-                                            "tests/release/fixtures/int8"};
-    for (size_t i = 0; i < sizeof quantized / sizeof quantized[0]; i++) {
-        CHECK_EQ_INT(clef_model_load(quantized[i], &mp, &model), CLEF_ERR_UNSUPPORTED);
-        CHECK(model == NULL);
-        CHECK_MSG(strstr(clef_last_error(), "this build runs BF16") != NULL, "%s", clef_last_error());
-    }
+    /* quantized releases load and decide too: tests/quant/test_quant_decide.c holds them to
+     * the libraries (bitsandbytes, compressed-tensors, comfy-kitchen) on 200 records */
 
     /* a release that is not there */
     CHECK_EQ_INT(clef_model_load("tests/model/no-such-release", &mp, &model) < 0, 1);

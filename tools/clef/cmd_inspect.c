@@ -157,8 +157,7 @@ static void print_table(const clef_release *rel, const group_stats *groups, cons
                k->verify ? " (--verify had nothing to check them against)" : "");
     printf("runs       %s\n", clef_release_runnable(rel)
                                    ? "yes: this build's `clef run` loads this precision"
-                                   : "no: this build validates and describes quantized releases but "
-                                     "runs BF16/F16/F32 ones only");
+                                   : "no: this build does not run this precision");
     printf("checked    configs, index, safetensors headers (offsets, sizes, shapes, dtypes), "
            "quantization scales, tokenizer%s%s%s\n",
            s.has_manifest ? ", complete.json sizes" : "", s.manifest_verified ? ", SHA-256" : "",
