@@ -157,7 +157,9 @@ int qwen35_load(const clef_text_config *cfg, const clef_tensor_source *src, clef
     memcpy(m->layer_types, cfg->layer_types, sizeof(clef_layer_type) * (size_t)cfg->num_hidden_layers);
     m->cfg.layer_types = m->layer_types;
     clef_weight_loader wl = clef_weight_loader_init(be, src, &m->buffers, NULL, "", "config");
-    st = load_matrix(&wl, "text.embed_tokens.weight", cfg->vocab_size, cfg->hidden_size, &m->w.embed);
+    /* only looked up (get_rows), never multiplied: kept as stored, no prepared copy */
+    st = clef_weight_load_table(&wl, "text.embed_tokens.weight", cfg->vocab_size, cfg->hidden_size,
+                                &m->w.embed);
     if (st == CLEF_OK)
         st = load_vec1(&wl, "text.norm.weight", cfg->hidden_size, &m->w.final_norm);
     for (int64_t i = 0; st == CLEF_OK && i < cfg->num_hidden_layers; i++)

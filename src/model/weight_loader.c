@@ -153,9 +153,9 @@ static int load_quantized(clef_weight_loader *L, const char *name, const clef_te
     return CLEF_OK;
 }
 
-int clef_weight_load_matrix_parts(clef_weight_loader *L, const char *name, int64_t rows,
-                                  int64_t cols, int n_parts, const int64_t *part_rows,
-                                  clef_matrix *out) {
+/* prepare 0: a lookup table (clef_weight_load_table), kept as stored */
+static int load_parts(clef_weight_loader *L, const char *name, int64_t rows, int64_t cols,
+                      int n_parts, const int64_t *part_rows, int prepare, clef_matrix *out) {
     int64_t sum = 0;
     for (int i = 0; i < n_parts; i++)
         sum += part_rows[i];
@@ -188,7 +188,7 @@ int clef_weight_load_matrix_parts(clef_weight_loader *L, const char *name, int64
     int64_t r0 = 0;
     for (int i = 0; i < n_parts; r0 += part_rows[i], i++) {
         clef_matrix part = n_parts == 1 ? whole : clef_matrix_slice_rows(&whole, r0, part_rows[i]);
-        size_t need = clef_backend_prepared_size(L->be, &part);
+        size_t need = prepare ? clef_backend_prepared_size(L->be, &part) : 0;
         if (need == 0) {
             out[i] = part;
             stored_used = 1;
@@ -248,9 +248,20 @@ clef_quant *clef_weight_new_quant(clef_weight_loader *L) {
     return q;
 }
 
+int clef_weight_load_matrix_parts(clef_weight_loader *L, const char *name, int64_t rows,
+                                  int64_t cols, int n_parts, const int64_t *part_rows,
+                                  clef_matrix *out) {
+    return load_parts(L, name, rows, cols, n_parts, part_rows, 1, out);
+}
+
 int clef_weight_load_matrix(clef_weight_loader *L, const char *name, int64_t rows, int64_t cols,
                             clef_matrix *out) {
-    return clef_weight_load_matrix_parts(L, name, rows, cols, 1, &rows, out);
+    return load_parts(L, name, rows, cols, 1, &rows, 1, out);
+}
+
+int clef_weight_load_table(clef_weight_loader *L, const char *name, int64_t rows, int64_t cols,
+                           clef_matrix *out) {
+    return load_parts(L, name, rows, cols, 1, &rows, 0, out);
 }
 
 /* ---- fp32 vectors ---------------------------------------------------------------------- */
