@@ -29,5 +29,11 @@ install(FILES ${PROJECT_BINARY_DIR}/clefConfig.cmake ${PROJECT_BINARY_DIR}/clefC
 # .pc file's own place (${pcfiledir}), so `cmake --install --prefix` anywhere works.
 file(RELATIVE_PATH CLEF_PC_TO_PREFIX "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
 string(REGEX REPLACE "/$" "" CLEF_PC_TO_PREFIX "${CLEF_PC_TO_PREFIX}")
+# A build with the CUDA backend: a static link also needs the CUDA runtime, cuBLASLt and
+# libstdc++ (named by full path: the toolkit's directory is not on the linker's path).
+set(CLEF_PC_CUDA_LIBS "")
+if(CLEF_CUDA)
+  set(CLEF_PC_CUDA_LIBS " ${CUDAToolkit_LIBRARY_DIR}/libcudart_static.a ${CUDAToolkit_LIBRARY_DIR}/libcublasLt.so -lstdc++ -ldl -lrt")
+endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/clef.pc.in ${PROJECT_BINARY_DIR}/clef.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/clef.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -184,8 +184,8 @@ typedef void (*clef_progress_callback)(const char *stage, uint64_t done, uint64_
                                        void *user);
 
 typedef struct clef_model_params {
-    const char *backend;     /* where weights live and forwards run, by name: "cpu" (the only
-                                one of this build); NULL = "cpu". Unknown: CLEF_ERR_UNSUPPORTED */
+    const char *backend;     /* the older name of `device` below, used when device is NULL:
+                                "cpu", "cuda" or "cuda:N"; NULL = "cpu" */
     int32_t n_threads;       /* CPU threads of each forward (every context's); 0 = all available */
     int32_t max_length;      /* tokens per record, prompt included; 0 = 16384 (the reference
                                 default). Records over it are truncated or refused. */
@@ -196,9 +196,14 @@ typedef struct clef_model_params {
     int32_t verify_hashes;   /* 1: check every SHA-256 listed in complete.json (slow); 0: sizes */
     clef_progress_callback progress; /* NULL: no progress reports */
     void *progress_user;     /* passed to progress unchanged */
+    const char *device;      /* where weights live and forwards run: "cpu", "cuda" (= "cuda:0")
+                                or "cuda:N" (GPU N, 0-based, as CUDA numbers them); NULL = the
+                                backend field. A build without the CUDA backend, no GPU, or no
+                                GPU N: CLEF_ERR_UNSUPPORTED; a malformed name:
+                                CLEF_ERR_INVALID_ARG. docs/model-api.md */
 } clef_model_params;
 
-/* The defaults above (every "0 = ..." field zero, backend NULL). */
+/* The defaults above (every "0 = ..." field zero, backend and device NULL). */
 CLEF_API clef_model_params clef_model_default_params(void);
 
 /* Open, validate and load the release in directory dir (see docs/release.md for what is
@@ -215,6 +220,25 @@ CLEF_API void clef_model_free(clef_model *model);
 CLEF_API const char *clef_model_name(const clef_model *model);   /* the release directory's base name */
 CLEF_API int32_t clef_model_max_length(const clef_model *model); /* tokens per record */
 CLEF_API uint64_t clef_model_weight_bytes(const clef_model *model);    /* weights held in memory, once */
+/* The device the model lives on, normalized: "cpu" or "cuda:N". Static or model-owned. */
+CLEF_API const char *clef_model_device(const clef_model *model);
+
+/* Memory of a model's or a context's backend handle. On a GPU: device bytes this handle has
+ * allocated (the model's: its weights; a context's: its workspaces, stream scratch and GEMM
+ * workspace), counted by the backend itself, and the whole device as its driver reports it.
+ * On the CPU only weights is set (the rest is 0). */
+typedef struct clef_memory_info {
+    uint64_t weights;       /* bytes of weights held (clef_model_weight_bytes; 0 for a context) */
+    uint64_t resident;      /* device bytes held now by this handle */
+    uint64_t peak;          /* the most device bytes this handle ever held */
+    uint64_t device_used;   /* the device's used bytes, every process (cudaMemGetInfo) */
+    uint64_t device_total;  /* the device's memory */
+} clef_memory_info;
+
+/* Fill *out for model / ctx. CLEF_OK, or CLEF_ERR_INVALID_ARG (NULL) or a device error. */
+CLEF_API int clef_model_memory(const clef_model *model, clef_memory_info *out);
+CLEF_API int clef_context_memory(const clef_context *ctx, clef_memory_info *out);
+
 /* Workspace bytes of the one-call path's default context: 0 until the first
  * clef_model_decide* call creates it (clef_context_workspace_bytes for any other context). */
 CLEF_API uint64_t clef_model_workspace_bytes(const clef_model *model);

@@ -104,6 +104,9 @@ typedef struct clef_vision_config {
     int64_t depth, hidden_size, intermediate_size, num_heads, out_hidden_size;
     int64_t patch_size, temporal_patch_size, spatial_merge_size, in_channels;
     int64_t num_position_embeddings;
+    double rope_theta;               /* rope_parameters.rope_theta of the 2-D RoPE (10000) */
+    int gelu_tanh;                   /* hidden_act of the blocks' MLP: 1 "gelu_pytorch_tanh"
+                                      * (the default), 0 "gelu" (exact, erf) */
 } clef_vision_config;
 
 /* joint_head_config.json (the arguments of the reference JointSchemaHead). */

@@ -12,6 +12,7 @@ APT_PACKAGES=(
   clang             # libFuzzer builds (fuzz/), optional for the main build
   libmicrohttpd-dev # the HTTP server of `clef serve` (src/server)
   wrk               # bench/serve: the loopback load test of `clef serve`
+  libpng-dev libjpeg62-turbo-dev libwebp-dev libexif-dev # image decoding (src/media/codec_*)
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -125,6 +125,8 @@ int main(int argc, char **argv) {
     printf("# clef CUDA backend, %s shape (%lld layers), BF16 weights N(0, 0.02) made on the device\n", argv[1],
            (long long)n_layers);
     printf("cuBLASLt bf16 GEMM ceiling (8192^3, median of 20): %.0f TFLOP/s\n", ceiling);
+    printf("kernels: attention %s, delta rule token-by-token (the faster form here; bench_gpu_cores compares)\n",
+           clef_backend_cuda_flash_attention(be) ? "flash (registers)" : "tensor-core (shared memory)");
     printf("weights %.2f GiB, run state %.2f GiB (for 8,192 / 12,016 tokens), load + device fill %.1f s\n",
            qwen35_weight_bytes(m) / 1073741824.0, qwen35_state_bytes(state) / 1073741824.0, load_s);
     const int64_t cases[][2] = {{1, 298}, {1, 1502}, {1, 2270}, {1, 8192}, {8, 1502}};

@@ -5,17 +5,20 @@
 #
 #   bench/gpu/run_h200.sh BIN_DIR LOG_DIR [steps]
 #
-# BIN_DIR holds test_cuda_ops, test_cuda_model, bench_gpu_forward (built with -DCLEF_CUDA=ON)
+# BIN_DIR holds test_cuda_ops, test_cuda_model, bench_gpu_forward, bench_gpu_cores (built
+# with -DCLEF_CUDA=ON)
 # and, optionally, lib/ (shared libraries the GPU machine lacks) and whl/ (Python wheels of
 # flash-linear-attention and fla-core for the peer). Run from the repository root (the
 # model test reads tests/backbone/fixtures); peer_transformers.py is found beside this script.
-# steps: any of ops model bench9 peer9 bench27 peer27 (default: all), each optionally with a
-# time limit in seconds, e.g. ops:90 (default 600).
+# steps: any of ops model cores9 cores27 ncu27 bench9 peer9 bench27 peer27 (default: all but
+# ncu27), each optionally with a time limit in seconds, e.g. ops:90 (default 600). cores*: the
+# delta rule and attention alone per layer (bench_gpu_cores); ncu27: the same under Nsight
+# Compute, one duration per kernel launch.
 set -u -o pipefail
 BIN=$1
 LOG=$2
 shift 2
-STEPS=${*:-"ops model bench9 peer9 bench27 peer27"}
+STEPS=${*:-"ops model cores9 cores27 bench9 peer9 bench27 peer27"}
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$LOG"
 # cuBLASLt: the toolkit's, or the one PyTorch's wheels carry
@@ -43,6 +46,11 @@ for step in $STEPS; do
   case $s in
     ops) $T "$BIN/test_cuda_ops" 2>&1 | tee "$LOG/ops.log" | tail -n 60 ;;
     model) $T "$BIN/test_cuda_model" 2>&1 | tee "$LOG/model.log" | tail -n 30 ;;
+    cores9) $T "$BIN/bench_gpu_cores" 9b 2>&1 | tee "$LOG/cores_9b.log" ;;
+    cores27) $T "$BIN/bench_gpu_cores" 27b 2>&1 | tee "$LOG/cores_27b.log" ;;
+    ncu27) $T ncu --clock-control none --metrics gpu__time_duration.sum --launch-count 40 \
+             "$BIN/bench_gpu_cores" 27b 1 > "$LOG/ncu_27b.log" 2>&1
+         grep -E "k_|gpu__time_duration" "$LOG/ncu_27b.log" | paste - - | awk '{print $1, $(NF)}' | head -40 ;;
     bench9) $T "$BIN/bench_gpu_forward" 9b 2>&1 | tee "$LOG/bench_9b.log" ;;
     peer9) $T python3 "$HERE/peer_transformers.py" 9b 2>&1 | grep -v Warning | tee "$LOG/peer_9b.log" ;;
     bench27) $T "$BIN/bench_gpu_forward" 27b 2>&1 | tee "$LOG/bench_27b.log" ;;

@@ -7,6 +7,9 @@
 
 #include "core/error.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 clef_backend_params clef_backend_default_params(void) {
     clef_backend_params p = {0};
     return p;
@@ -55,6 +58,25 @@ int clef_backend_read(clef_backend *be, void *host_dst, const void *src, size_t 
 }
 
 int clef_backend_synchronize(clef_backend *be) { return be->ops->synchronize(be); }
+
+int clef_backend_memory(clef_backend *be, clef_backend_memory_info *out) {
+    CLEF_ASSERT(be && out);
+    memset(out, 0, sizeof *out);
+    return be->ops->memory ? be->ops->memory(be, out) : CLEF_OK;
+}
+
+void *clef_backend_host_alloc(clef_backend *be, size_t bytes) {
+    return be->ops->host_alloc ? be->ops->host_alloc(be, bytes) : malloc(bytes ? bytes : 1);
+}
+
+void clef_backend_host_free(clef_backend *be, void *ptr) {
+    if (!ptr)
+        return;
+    if (be->ops->host_free)
+        be->ops->host_free(be, ptr);
+    else
+        free(ptr);
+}
 
 int clef_backend_supports_format(clef_backend *be, clef_wtype t) {
     if (!clef_wtype_get_traits(t))

@@ -123,6 +123,15 @@ typedef struct clef_segment {
     int32_t accumulate; /* 1: add into y[dst]; 0: overwrite y[dst] */
 } clef_segment;
 
+/* Device memory facts of one backend handle (clef_backend_memory). */
+typedef struct clef_backend_memory_info {
+    size_t resident;       /* device bytes this handle has allocated now (its buffers, its own
+                              scratch and workspaces); forks count their own */
+    size_t peak;           /* the most it ever held */
+    size_t device_used;    /* the device's bytes in use by every process (driver's view) */
+    size_t device_total;   /* the device's memory */
+} clef_backend_memory_info;
+
 /* ---- the op table ------------------------------------------------------------------------- */
 
 typedef struct clef_backend clef_backend;
@@ -291,6 +300,16 @@ typedef struct clef_backend_ops {
      * per sum). */
     void (*axpy)(clef_backend *be, int64_t n, float alpha, const float *x, float *y);
     /* ==== end of head ops ================================================================== */
+
+    /* ==== memory facts and host staging (optional slots, NULL on the CPU) =================
+     * memory: what this handle holds on its device and the device as a whole (see
+     * clef_backend_memory). NULL: nothing is counted (host memory).
+     * host_alloc / host_free: host memory the backend copies from fastest (page-locked on a
+     * GPU, so clef_backend_write DMAs straight from it); the weight loader stages through it.
+     * NULL: malloc / free. host_alloc returns NULL on failure. */
+    int (*memory)(clef_backend *be, clef_backend_memory_info *out);
+    void *(*host_alloc)(clef_backend *be, size_t bytes);
+    void (*host_free)(clef_backend *be, void *ptr);
 } clef_backend_ops;
 
 struct clef_backend {
@@ -331,6 +350,13 @@ void clef_backend_release(clef_backend *be, void *buf);
 int clef_backend_write(clef_backend *be, void *dst, const void *host_src, size_t bytes);
 int clef_backend_read(clef_backend *be, void *host_dst, const void *src, size_t bytes);
 int clef_backend_synchronize(clef_backend *be);
+
+/* Fill *out (zeros where the backend counts nothing: the CPU). Returns a clef_status. */
+int clef_backend_memory(clef_backend *be, clef_backend_memory_info *out);
+/* Staging memory the backend copies from fastest (see host_alloc), and its release (accepts
+ * NULL). Falls back to malloc / free. */
+void *clef_backend_host_alloc(clef_backend *be, size_t bytes);
+void clef_backend_host_free(clef_backend *be, void *ptr);
 
 /* 1 if be runs matrices of type t (see supports_format). */
 int clef_backend_supports_format(clef_backend *be, clef_wtype t);

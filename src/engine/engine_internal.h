@@ -40,6 +40,7 @@ struct clef_model {
     clef_model_params params;       /* with defaults filled in */
     clef_release *release;
     tok_tokenizer *tokenizer;
+    char device[24];                /* "cpu" or "cuda:N" (clef_model_device) */
     clef_backend *backend;          /* where the weights live; contexts fork it */
     qwen35_model *backbone;         /* weights only */
     clef_joint_head *head;          /* weights only (no workspace) */

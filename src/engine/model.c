@@ -17,6 +17,9 @@
 #include "engine/engine_internal.h"
 #include "model/weight_loader.h"
 #include "release/values.h"
+#ifdef CLEF_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h" /* compiled in with CLEF_CUDA (CMakeLists.txt) */
+#endif
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,22 +113,62 @@ static uint64_t bytes_to_load(const clef_release *rel) {
     return total;
 }
 
-/* The backends of this build, by the name params.backend gives. */
-static const char *const backend_names[] = {"cpu"};
+/* The devices of this build, by the name params.device (or params.backend) gives:
+ * "cpu", and with the CUDA backend compiled in (CLEF_HAVE_CUDA), "cuda" / "cuda:N". */
+#ifdef CLEF_HAVE_CUDA
+#define MODEL_DEVICES "cpu, cuda, cuda:N"
+#else
+#define MODEL_DEVICES "cpu"
+#endif
 
-static int backend_create(const clef_model_params *p, clef_backend **out) {
-    const char *name = p->backend ? p->backend : "cpu";
+/* "cuda" (GPU 0) or "cuda:N" with N a plain decimal index: 1 and *index; else 0. */
+static int parse_cuda_device(const char *name, int *index) {
+    if (strncmp(name, "cuda", 4))
+        return 0;
+    if (!name[4]) {
+        *index = 0;
+        return 1;
+    }
+    if (name[4] != ':' || !name[5])
+        return 0;
+    long v = 0;
+    for (const char *c = name + 5; *c; c++) {
+        if (*c < '0' || *c > '9' || v > 9999)
+            return 0;
+        v = v * 10 + (*c - '0');
+    }
+    *index = (int)v;
+    return 1;
+}
+
+static int backend_create(clef_model *m, const clef_model_params *p, clef_backend **out) {
+    const char *name = p->device ? p->device : p->backend ? p->backend : "cpu";
     if (!strcmp(name, "cpu")) {
         clef_backend_params bp = clef_backend_default_params();
         bp.n_threads = p->n_threads;
+        snprintf(m->device, sizeof m->device, "cpu");
         return clef_backend_cpu_create(&bp, out);
     }
-    char known[64] = "";
-    for (size_t i = 0; i < sizeof backend_names / sizeof backend_names[0]; i++)
-        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
-                 backend_names[i]);
-    return clef_fail(CLEF_ERR_UNSUPPORTED, "backend '%s' is not in this build (known: %s)", name,
-                     known);
+    int index = 0;
+    if (!parse_cuda_device(name, &index))
+        return clef_fail(strncmp(name, "cuda", 4) ? CLEF_ERR_UNSUPPORTED : CLEF_ERR_INVALID_ARG,
+                         "device '%s' is not one this build knows (known: %s)", name,
+                         MODEL_DEVICES);
+#ifdef CLEF_HAVE_CUDA
+    int n = clef_backend_cuda_device_count();
+    if (n == 0)
+        return clef_fail(CLEF_ERR_UNSUPPORTED, "device '%s': no CUDA GPU is visible (no GPU, "
+                         "no NVIDIA driver, or CUDA_VISIBLE_DEVICES hides them all)", name);
+    if (index >= n)
+        return clef_fail(CLEF_ERR_UNSUPPORTED, "device '%s': there is no GPU %d (%d visible: "
+                         "cuda:0 to cuda:%d)", name, index, n, n - 1);
+    snprintf(m->device, sizeof m->device, "cuda:%d", index);
+    return clef_backend_cuda_create(index, out);
+#else
+    return clef_fail(CLEF_ERR_UNSUPPORTED, "device '%s': this build has no CUDA backend (it "
+                     "was built without CUDA: CLEF_CUDA=OFF or no nvcc); known: %s", name,
+                     MODEL_DEVICES);
+#endif
 }
 
 static char *base_name(const char *dir) {
@@ -177,9 +220,11 @@ int clef_model_load(const char *dir, const clef_model_params *params, clef_model
     m->lock_ready = 1;
 
     /* 0. the backend named by the params (an unknown name fails before any file is read) */
-    if ((st = backend_create(&p, &m->backend)))
+    if ((st = backend_create(m, &p, &m->backend)))
         goto err;
-    m->params.backend = m->backend->ops->name; /* static: the caller's string need not live */
+    /* the caller's strings need not live: keep the backend's static name, our device name */
+    m->params.backend = m->backend->ops->name;
+    m->params.device = m->device;
 
     /* 1. the release: every file and tensor validated before anything is read */
     progress(m, "validate", 0, 0);
@@ -231,7 +276,7 @@ int clef_model_load(const char *dir, const clef_model_params *params, clef_model
     m->limits.max_questions = p.max_questions;
     progress(m, "ready", 1, 1);
     CLEF_LOG_I("model '%s' on %s: %lld layers, hidden %lld, vocab %lld; weights %zu bytes "
-               "(backbone) + %zu (head)", m->name, m->backend->ops->name,
+               "(backbone) + %zu (head)", m->name, m->device,
                (long long)cfg->text.num_hidden_layers, (long long)cfg->text.hidden_size,
                (long long)cfg->text.vocab_size, qwen35_weight_bytes(m->backbone),
                clef_joint_head_weight_bytes(m->head));
@@ -263,6 +308,32 @@ uint64_t clef_model_weight_bytes(const clef_model *m) {
     return m ? (uint64_t)qwen35_weight_bytes(m->backbone) + clef_joint_head_weight_bytes(m->head)
              : 0;
 }
+const char *clef_model_device(const clef_model *m) { return m ? m->device : ""; }
+
+/* The public memory facts of one backend handle (clef_memory_info in clef.h). */
+static int memory_info(clef_backend *be, uint64_t weights, clef_memory_info *out) {
+    clef_backend_memory_info bm;
+    int st = clef_backend_memory(be, &bm);
+    out->weights = weights;
+    out->resident = bm.resident;
+    out->peak = bm.peak;
+    out->device_used = bm.device_used;
+    out->device_total = bm.device_total;
+    return st;
+}
+
+int clef_model_memory(const clef_model *m, clef_memory_info *out) {
+    if (!m || !out)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_model_memory: NULL argument");
+    return memory_info(m->backend, clef_model_weight_bytes(m), out);
+}
+
+int clef_context_memory(const clef_context *c, clef_memory_info *out) {
+    if (!c || !out)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_context_memory: NULL argument");
+    return memory_info(c->be, 0, out);
+}
+
 uint64_t clef_model_workspace_bytes(const clef_model *m) {
     if (!m)
         return 0;

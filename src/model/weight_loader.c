@@ -153,9 +153,38 @@ static int load_quantized(clef_weight_loader *L, const char *name, const clef_te
     return CLEF_OK;
 }
 
-/* prepare 0: a lookup table (clef_weight_load_table), kept as stored */
-static int load_parts(clef_weight_loader *L, const char *name, int64_t rows, int64_t cols,
-                      int n_parts, const int64_t *part_rows, int prepare, clef_matrix *out) {
+/* load_matrix_parts of a tensor stored with n_dims dims (dims: their sizes, product rows x
+ * cols): the matrix view of a tensor like a Conv3d kernel [out, C, T, P, P]. prepare 0: a
+ * lookup table (clef_weight_load_table), kept as stored. */
+static int load_matrix_view(clef_weight_loader *L, const char *name, int n_dims,
+                            const int64_t *stored_dims, int64_t rows, int64_t cols, int n_parts,
+                            const int64_t *part_rows, int prepare, clef_matrix *out);
+
+int clef_weight_load_matrix_parts(clef_weight_loader *L, const char *name, int64_t rows,
+                                  int64_t cols, int n_parts, const int64_t *part_rows,
+                                  clef_matrix *out) {
+    const int64_t dims[2] = {rows, cols};
+    return load_matrix_view(L, name, 2, dims, rows, cols, n_parts, part_rows, 1, out);
+}
+
+int clef_weight_load_table(clef_weight_loader *L, const char *name, int64_t rows, int64_t cols,
+                           clef_matrix *out) {
+    const int64_t dims[2] = {rows, cols};
+    return load_matrix_view(L, name, 2, dims, rows, cols, 1, &rows, 0, out);
+}
+
+int clef_weight_load_matrix_nd(clef_weight_loader *L, const char *name, int n_dims,
+                               const int64_t *dims, clef_matrix *out) {
+    CLEF_ASSERT(n_dims >= 2 && n_dims <= CLEF_MAX_DIMS);
+    int64_t cols = 1;
+    for (int i = 1; i < n_dims; i++)
+        cols *= dims[i];
+    return load_matrix_view(L, name, n_dims, dims, dims[0], cols, 1, &dims[0], 1, out);
+}
+
+static int load_matrix_view(clef_weight_loader *L, const char *name, int n_dims,
+                            const int64_t *stored_dims, int64_t rows, int64_t cols, int n_parts,
+                            const int64_t *part_rows, int prepare, clef_matrix *out) {
     int64_t sum = 0;
     for (int i = 0; i < n_parts; i++)
         sum += part_rows[i];
@@ -172,14 +201,13 @@ static int load_parts(clef_weight_loader *L, const char *name, int64_t rows, int
         if ((st = load_quantized(L, name, t, rows, cols, &whole)))
             return st;
     } else {
-        const int64_t dims[2] = {rows, cols};
-        if ((st = clef_weight_find(L, name, 2, dims, &t)))
+        if ((st = clef_weight_find(L, name, n_dims, stored_dims, &t)))
             return st;
         if (!clef_backend_supports_format(L->be, type))
             return clef_fail(CLEF_ERR_UNSUPPORTED, "%s%stensor '%s' is %s: backend '%s' does not "
                              "run %s weights", who(L), who_sep(L), t->name, clef_wtype_name(type),
                              L->be->ops->name, clef_wtype_name(type));
-        if ((st = clef_weight_place_bytes(L, name, 2, dims, t->dtype, &stored, &bytes)))
+        if ((st = clef_weight_place_bytes(L, name, n_dims, stored_dims, t->dtype, &stored, &bytes)))
             return st;
         whole = (clef_matrix){.type = type, .rows = rows, .cols = cols, .ld = cols, .data = stored};
     }
@@ -248,20 +276,9 @@ clef_quant *clef_weight_new_quant(clef_weight_loader *L) {
     return q;
 }
 
-int clef_weight_load_matrix_parts(clef_weight_loader *L, const char *name, int64_t rows,
-                                  int64_t cols, int n_parts, const int64_t *part_rows,
-                                  clef_matrix *out) {
-    return load_parts(L, name, rows, cols, n_parts, part_rows, 1, out);
-}
-
 int clef_weight_load_matrix(clef_weight_loader *L, const char *name, int64_t rows, int64_t cols,
                             clef_matrix *out) {
-    return load_parts(L, name, rows, cols, 1, &rows, 1, out);
-}
-
-int clef_weight_load_table(clef_weight_loader *L, const char *name, int64_t rows, int64_t cols,
-                           clef_matrix *out) {
-    return load_parts(L, name, rows, cols, 1, &rows, 0, out);
+    return clef_weight_load_matrix_parts(L, name, rows, cols, 1, &rows, out);
 }
 
 /* ---- fp32 vectors ---------------------------------------------------------------------- */

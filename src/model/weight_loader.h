@@ -10,8 +10,9 @@
  * tensor) and the backend's write, never by writing backend memory from the host, so the same
  * loader serves a CPU and a GPU backend. Matrices keep their stored format and then pass the
  * backend's prepare step (clef_backend_prepare_matrix: the CPU pre-packs its GEMM panels, a
- * GPU packs on upload), except lookup tables (clef_weight_load_table); vectors (norms, biases, conv taps, gate parameters) become fp32 through the one
- * dtype conversion of core/convert.h.
+ * GPU packs on upload), except lookup tables (clef_weight_load_table); vectors (norms,
+ * biases, conv taps, gate parameters) become fp32 through the one dtype conversion of
+ * core/convert.h.
  *
  *   clef_weight_loader L = clef_weight_loader_init(be, &src, &buffers, "joint head", "head.",
  *                                                  "joint_head_config.json");
@@ -90,6 +91,11 @@ int clef_weight_load_matrix(clef_weight_loader *L, const char *name, int64_t row
 int clef_weight_load_table(clef_weight_loader *L, const char *name, int64_t rows, int64_t cols,
                            clef_matrix *out);
 
+/* A tensor stored with n_dims >= 2 dims (dims: their sizes) as the matrix [dims[0], product
+ * of the other dims] in its stored format (F32, BF16 or F16), placed and prepared: a Conv3d
+ * kernel [out, C, T, P, P] whose stride equals its size is the matrix of a patch embedding. */
+int clef_weight_load_matrix_nd(clef_weight_loader *L, const char *name, int n_dims,
+                               const int64_t *dims, clef_matrix *out);
 /* A matrix [rows, cols] whose row blocks are used as separate matrices (torch's packed
  * in_proj_weight: q, k, v rows): out[i] has part_rows[i] rows (they sum to rows), each
  * prepared on its own so a backend's packed form covers exactly the matrix it multiplies. */

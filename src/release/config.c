@@ -281,6 +281,36 @@ static int parse_vision(const char *file, const json_value *root, const clef_tex
     int rc = divides(&c, "hidden_size", v->hidden_size, "num_heads", v->num_heads);
     if (rc != CLEF_OK)
         return rc;
+    /* the 2-D RoPE: a quarter of each head's dims per axis and half (sin/cos pairs) */
+    if ((v->hidden_size / v->num_heads) % 4 != 0)
+        return clef_fail(CLEF_ERR_CONFIG_INVALID,
+                         FIELD_FMT " / num_heads = %lld is not a multiple of 4 (the 2-D RoPE "
+                         "gives a quarter of each head's dims to each of row and column)",
+                         FIELD_ARGS(&c, "hidden_size"),
+                         (long long)(v->hidden_size / v->num_heads));
+    const json_value *rp = json_object_get(vis, "rope_parameters");
+    if (rp && rp->type != JSON_NULL && rp->type != JSON_OBJECT)
+        return clef_fail(CLEF_ERR_CONFIG_INVALID, FIELD_FMT " must be an object",
+                         FIELD_ARGS(&c, "rope_parameters"));
+    field_ctx rc_ctx = {file, "vision_config.rope_parameters"};
+    rc = get_real(&rc_ctx, rp && rp->type == JSON_OBJECT ? rp : vis, "rope_theta", 10000.0,
+                  &v->rope_theta);
+    if (rc != CLEF_OK)
+        return rc;
+    if (!(v->rope_theta > 0))
+        return clef_fail(CLEF_ERR_CONFIG_INVALID, FIELD_FMT " must be positive",
+                         FIELD_ARGS(&rc_ctx, "rope_theta"));
+    const json_value *act = json_object_get(vis, "hidden_act");
+    v->gelu_tanh = 1;
+    if (act && act->type != JSON_NULL) {
+        if (act->type == JSON_STRING && !strcmp(act->u.str.ptr, "gelu_pytorch_tanh"))
+            v->gelu_tanh = 1;
+        else if (act->type == JSON_STRING && !strcmp(act->u.str.ptr, "gelu"))
+            v->gelu_tanh = 0;
+        else
+            return clef_fail(CLEF_ERR_CONFIG_INVALID, FIELD_FMT " must be \"gelu_pytorch_tanh\" "
+                             "or \"gelu\"", FIELD_ARGS(&c, "hidden_act"));
+    }
     int64_t side = (int64_t)llround(sqrt((double)v->num_position_embeddings));
     if (side * side != v->num_position_embeddings)
         return clef_fail(CLEF_ERR_CONFIG_INVALID,

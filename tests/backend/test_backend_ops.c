@@ -979,11 +979,16 @@ static const struct {
 enum { N_OPS = sizeof OPS / sizeof OPS[0] };
 
 /* Slots after matmul that compute nothing (queries, handles), each with why it has no case
- * of its own; empty so far. */
+ * of its own. */
 static const struct {
     size_t slot;
     const char *why;
-} SLOTS_WITHOUT_CASE[] = {{0, "(placeholder: slot 0 is the name, never an op)"}};
+} SLOTS_WITHOUT_CASE[] = {
+    {0, "(placeholder: slot 0 is the name, never an op)"},
+    {SLOT(memory), "a memory report, no arithmetic (test_model_device, test_cuda_decide check it)"},
+    {SLOT(host_alloc), "host staging memory, no arithmetic (every weight load goes through it)"},
+    {SLOT(host_free), "host staging memory, no arithmetic (every weight load goes through it)"},
+};
 
 /* Every op slot (after the memory functions, which every case uses) has a case. */
 static void check_coverage(void) {

@@ -6,12 +6,14 @@
  *  - fp32-path ops (norms, conv, gates, RoPE, fp32 attention, softmax, elementwise, F32
  *    matmul): <= 1e-5 vs the CPU
  *  - tensor-core attention (Q, K, V, P rounded to bf16; fp32 accumulation): <= 1e-2 vs the
- *    CPU (bf16 carries 8 significant bits; measured values are printed)
+ *    CPU (bf16 carries 8 significant bits; measured values are printed); labelled "flash"
+ *    when the register-accumulator kernel ran, "tc" for the shared-memory one
  *  - BF16 matmul: the CUDA path rounds x to bf16 before the GEMM, so it is compared with the
  *    CPU on the same bf16-rounded x: <= 1e-5; and with the CPU on unrounded x: <= 8e-3
  *    (bf16 has 8 significant bits: one rounding of x is <= 2^-9 relative per element)
- *  - gated delta rule vs float64 recurrence: <= 1e-3 at T = 1 .. 8,192 (and vs the CPU
- *    recurrent reference: <= 1e-4)
+ *  - gated delta rule, both GPU forms (chunked: WY/UT on the tensor cores, 3xTF32; recurrent:
+ *    token by token) vs float64 recurrence: <= 1e-3 at T = 1 .. 8,192 (and vs the CPU
+ *    recurrent reference: <= 1e-4), packed sequences included
  *  - head ops (double accumulation in the CPU's order): <= 1e-6
  * Exits 77 (ctest: SKIPPED) when no GPU is visible.
  */
@@ -253,7 +255,8 @@ static void test_attention(int64_t n_q, int64_t n_kv, int64_t Hq, int64_t Hkv, i
         clef_attention(gpu, &ag, gs);
         readback(og, od, no);
         int tc = !fp32 && (d == 64 || d == 128 || d == 256);
-        report(fp32 ? "attention fp32" : tc ? "attention tc" : "attention", shape, rel_l2(og, oc, no), tc ? 1e-2 : 1e-5);
+        const char *label = fp32 ? "attention fp32" : !tc ? "attention" : clef_backend_cuda_flash_attention(gpu) ? "attention flash" : "attention tc";
+        report(label, shape, rel_l2(og, oc, no), tc ? 1e-2 : 1e-5);
     }
     clef_backend_release(gpu, qd), clef_backend_release(gpu, kd), clef_backend_release(gpu, vd);
     clef_backend_release(gpu, od), clef_backend_release(gpu, gs);
@@ -301,7 +304,8 @@ static void gdn_reference(const clef_gdn_args *a, const float *state_in, double 
     free(S), free(q), free(k), free(sk);
 }
 
-static void test_gdn(int64_t T, int64_t Hk, int64_t Hv, int64_t dk, int64_t dv, int with_state, int l2norm) {
+static void test_gdn(int64_t T, int64_t Hk, int64_t Hv, int64_t dk, int64_t dv, int with_state, int l2norm,
+                     clef_gdn_mode mode) {
     const int64_t ldq = Hk * dk * 2 + Hv * dv + 1; /* q, k, v inside one conv output row */
     size_t nqkv = (size_t)(T * ldq), nh = (size_t)(T * Hv), ns = (size_t)(Hv * dk * dv);
     const int64_t ldo = Hv * dv + 3;
@@ -329,14 +333,15 @@ static void test_gdn(int64_t T, int64_t Hk, int64_t Hv, int64_t dk, int64_t dv, 
     clef_backend_write(gpu, o_d, zero, no * 4);
     clef_gdn_args ag = a;
     ag.q = qd, ag.k = qd + Hk * dk, ag.v = qd + 2 * Hk * dk, ag.g = gd, ag.beta = bd, ag.state = with_state ? sd : NULL;
-    ag.o = o_d, ag.mode = CLEF_GDN_CHUNKED;
+    ag.o = o_d, ag.mode = mode;
     void *gs = clef_backend_alloc(gpu, clef_gdn_workspace_size(gpu, &ag));
     clef_gdn(gpu, &ag, gs);
     readback(og, o_d, no);
     for (size_t i = 0; i < no; i++)
         of[i] = (float)od[i];
     char shape[96];
-    snprintf(shape, sizeof shape, "T=%lld H=%lld/%lld dk=%lld dv=%lld%s%s", (long long)T, (long long)Hk, (long long)Hv,
+    snprintf(shape, sizeof shape, "%s T=%lld H=%lld/%lld dk=%lld dv=%lld%s%s",
+             mode == CLEF_GDN_CHUNKED ? "chunked" : "recurrent", (long long)T, (long long)Hk, (long long)Hv,
              (long long)dk, (long long)dv, with_state ? " state" : "", l2norm ? "" : " no-l2");
     report("gdn vs f64", shape, rel_l2(og, of, no), 1e-3);
     report("gdn vs cpu", shape, rel_l2(og, oc, no), 1e-4);
@@ -347,6 +352,46 @@ static void test_gdn(int64_t T, int64_t Hk, int64_t Hv, int64_t dk, int64_t dv, 
     clef_backend_release(gpu, qd), clef_backend_release(gpu, gd), clef_backend_release(gpu, bd);
     clef_backend_release(gpu, sd), clef_backend_release(gpu, o_d), clef_backend_release(gpu, gs);
     free(qkv), free(g), free(beta), free(st), free(st_c), free(oc), free(og), free(st_g), free(of), free(od), free(cs), free(zero);
+}
+
+/* Packed sequences (clef_seqs) through the chunked GPU kernel vs the CPU backend's recurrent
+ * reference on the same packing: each sequence from its own state, none crossing a cut. */
+static void test_gdn_packed(void) {
+    const int64_t Hk = 2, Hv = 4, dk = 128, dv = 128, T = 64 + 1 + 130 + 7;
+    const int64_t start[] = {0, 64, 65, 195, T};
+    const int32_t start32[] = {0, 64, 65, 195, (int32_t)T};
+    const int64_t n_seqs = 4, ldq = Hk * dk * 2 + Hv * dv, ldo = Hv * dv;
+    size_t nqkv = (size_t)(T * ldq), nh = (size_t)(T * Hv), ns = (size_t)(n_seqs * Hv * dk * dv), no = (size_t)(T * ldo);
+    float *qkv = malloc(nqkv * 4), *g = malloc(nh * 4), *beta = malloc(nh * 4), *st = malloc(ns * 4);
+    float *st_c = malloc(ns * 4), *st_g = malloc(ns * 4), *oc = malloc(no * 4), *og = malloc(no * 4);
+    fill_normal(qkv, nqkv, 1.0f), fill_normal(st, ns, 0.1f);
+    for (size_t i = 0; i < nh; i++)
+        g[i] = -(float)(rnd_uniform() * 0.5), beta[i] = (float)(0.05 + 0.9 * rnd_uniform());
+    memcpy(st_c, st, ns * 4);
+    clef_seqs sc = {.n_seqs = n_seqs, .start = start, .start_dev = start32, .max_len = 130};
+    clef_gdn_args a = {.T = T, .n_k_heads = Hk, .n_v_heads = Hv, .dk = dk, .dv = dv, .q = qkv, .ldq = ldq,
+                       .k = qkv + Hk * dk, .ldk = ldq, .v = qkv + 2 * Hk * dk, .ldv = ldq, .g = g, .beta = beta,
+                       .state = st_c, .o = oc, .ldo = ldo, .l2norm_qk = 1, .mode = CLEF_GDN_RECURRENT, .seqs = &sc};
+    void *cs = malloc(clef_gdn_workspace_size(cpu, &a));
+    clef_gdn(cpu, &a, cs);
+    float *qd = to_gpu(gpu, qkv, nqkv * 4), *gd = to_gpu(gpu, g, nh * 4), *bd = to_gpu(gpu, beta, nh * 4);
+    float *sd = to_gpu(gpu, st, ns * 4), *o_d = gpu_poisoned(no);
+    int32_t *sdev = to_gpu(gpu, start32, sizeof start32);
+    clef_seqs sg = sc;
+    sg.start_dev = sdev;
+    clef_gdn_args ag = a;
+    ag.q = qd, ag.k = qd + Hk * dk, ag.v = qd + 2 * Hk * dk, ag.g = gd, ag.beta = bd, ag.state = sd, ag.o = o_d;
+    ag.mode = CLEF_GDN_CHUNKED, ag.seqs = &sg;
+    void *gs = clef_backend_alloc(gpu, clef_gdn_workspace_size(gpu, &ag));
+    clef_gdn(gpu, &ag, gs);
+    readback(og, o_d, no);
+    readback(st_g, sd, ns);
+    report("gdn packed", "chunked 4 seqs 64/1/130/7 vs cpu", rel_l2(og, oc, no), 1e-4);
+    report("gdn packed st", "chunked 4 seqs 64/1/130/7 vs cpu", rel_l2(st_g, st_c, ns), 1e-4);
+    clef_backend_release(gpu, qd), clef_backend_release(gpu, gd), clef_backend_release(gpu, bd);
+    clef_backend_release(gpu, sd), clef_backend_release(gpu, o_d), clef_backend_release(gpu, gs);
+    clef_backend_release(gpu, sdev);
+    free(qkv), free(g), free(beta), free(st), free(st_c), free(st_g), free(oc), free(og), free(cs);
 }
 
 static void test_elementwise(int64_t n) {
@@ -473,6 +518,7 @@ int main(void) {
         fprintf(stderr, "backend creation failed: %s\n", clef_last_error());
         return 1;
     }
+    clef_backend_cuda_set_gdn_chunked(gpu, 1); /* CLEF_GDN_CHUNKED runs the WY/UT kernel here */
     test_matmul(1, 64, 48, 1, 0, 0);
     test_matmul(37, 200, 129, 1, 1, 1);
     test_matmul(300, 1024, 768, 1, 0, 1);
@@ -498,12 +544,19 @@ int main(void) {
     test_attention(700, 700, 4, 1, 256, 1);
     test_attention(1000, 1000, 2, 1, 64, 1);
     test_attention(333, 1200, 3, 3, 256, 1);
-    test_gdn(1, 2, 4, 128, 128, 0, 1);
-    test_gdn(65, 1, 2, 24, 20, 1, 1);
-    test_gdn(300, 2, 4, 128, 128, 1, 1);
-    test_gdn(129, 1, 1, 100, 36, 0, 0);
-    test_gdn(2048, 1, 2, 128, 128, 0, 1);
-    test_gdn(8192, 1, 1, 128, 128, 1, 1);
+    for (int mode = 0; mode < 2; mode++) {
+        const clef_gdn_mode m = mode ? CLEF_GDN_RECURRENT : CLEF_GDN_CHUNKED;
+        test_gdn(1, 2, 4, 128, 128, 0, 1, m);
+        test_gdn(64, 2, 6, 128, 128, 1, 1, m);
+        test_gdn(65, 1, 2, 24, 20, 1, 1, m);
+        test_gdn(300, 2, 4, 128, 128, 1, 1, m);
+        test_gdn(129, 1, 1, 100, 36, 0, 0, m);
+        test_gdn(200, 1, 1, 256, 72, 1, 1, m);
+        test_gdn(130, 16, 48, 128, 128, 1, 1, m); /* the 27B's heads: 64-column walk blocks */
+        test_gdn(2048, 1, 2, 128, 128, 0, 1, m);
+        test_gdn(8192, 1, 1, 128, 128, 1, 1, m);
+    }
+    test_gdn_packed();
     test_elementwise(10007);
     test_head_ops();
     clef_backend_free(gpu);

@@ -98,3 +98,21 @@ void cli_json_string_n(FILE *out, const char *s, size_t len) {
     }
     fputc('"', out);
 }
+
+static double mib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
+
+void cli_report_device_memory(const char *cmd, const clef_model *model, const clef_context *ctx) {
+    clef_memory_info mm, cm = {0};
+    if (clef_model_memory(model, &mm) != CLEF_OK || (ctx && clef_context_memory(ctx, &cm) != CLEF_OK)) {
+        fprintf(stderr, "clef %s: device memory unknown: %s\n", cmd, clef_last_error());
+        return;
+    }
+    fprintf(stderr, "clef %s: %s: model %.1f MiB resident (weights %.1f MiB; peak %.1f MiB)",
+            cmd, clef_model_device(model), mib(mm.resident), mib(mm.weights), mib(mm.peak));
+    if (ctx)
+        fprintf(stderr, ", context %.1f MiB resident (peak %.1f MiB); together %.1f MiB, "
+                "peak at most %.1f MiB", mib(cm.resident), mib(cm.peak),
+                mib(mm.resident + cm.resident), mib(mm.peak + cm.peak));
+    fprintf(stderr, "; device %.2f of %.2f GiB in use (all processes)\n",
+            mib(mm.device_used) / 1024.0, mib(mm.device_total) / 1024.0);
+}

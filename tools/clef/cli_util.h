@@ -7,6 +7,8 @@
 #ifndef CLEF_TOOLS_CLI_UTIL_H
 #define CLEF_TOOLS_CLI_UTIL_H
 
+#include "clef.h"
+
 #include <stddef.h>
 #include <stdio.h>
 
@@ -31,5 +33,10 @@ int cli_cpu_count(void);
 void cli_json_string_n(FILE *out, const char *s, size_t len);
 /* The same for a NUL-terminated s. */
 void cli_json_string(FILE *out, const char *s);
+
+/* On stderr, for a model on a GPU: "clef <cmd>: cuda:N: weights ... resident ..., peak ...;
+ * context ...; device ... of ... GiB in use" (clef_model_memory / clef_context_memory; ctx
+ * may be NULL). */
+void cli_report_device_memory(const char *cmd, const clef_model *model, const clef_context *ctx);
 
 #endif

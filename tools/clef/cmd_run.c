@@ -30,7 +30,8 @@ static void run_usage(FILE *out) {
     fprintf(out,
             "usage: clef run --model DIR [--record FILE|-]\n"
             "                [--questions FILE|- (--state TEXT | --state-file FILE)]\n"
-            "                [--max-length N] [--threads N] [--truncation truncate|refuse]\n"
+            "                [--device cpu|cuda[:N]] [--max-length N] [--threads N]\n"
+            "                [--truncation truncate|refuse]\n"
             "                [--json|--table] [--quiet]\n"
             "\n"
             "Decide one record with the Clef release in DIR and print the answer.\n"
@@ -49,6 +50,9 @@ static void run_usage(FILE *out) {
             "  --state-file FILE  the state with --questions, read from FILE (- reads stdin);\n"
             "                     JSON if it parses as JSON, else a string. A missing file is\n"
             "                     an error\n"
+            "  --device D         where the model runs: cpu (the default), cuda (GPU 0) or\n"
+            "                     cuda:N (GPU N); on a GPU, the device memory the model and\n"
+            "                     the decision held is reported on stderr (unless --quiet)\n"
             "  --max-length N     tokens per record, prompt included, 1 to 262144\n"
             "                     (default 16384)\n"
             "  --threads N        CPU threads, 1 to the number of cores (default: all cores;\n"
@@ -184,7 +188,7 @@ static void print_table(const clef_model *model, const clef_result *r) {
 
 int cmd_run(int argc, char **argv) {
     const char *model_dir = NULL, *record_path = NULL, *questions_path = NULL;
-    const char *state_text = NULL, *state_file = NULL;
+    const char *state_text = NULL, *state_file = NULL, *device = NULL;
     int max_length = 0, threads = 0, quiet = 0, format = 0; /* format: 0 auto, 1 json, 2 table */
     clef_truncation truncation = CLEF_TRUNCATION_TRUNCATE;
     for (int i = 1; i < argc; i++) {
@@ -202,7 +206,7 @@ int cmd_run(int argc, char **argv) {
         } else if (!strcmp(a, "--model") || !strcmp(a, "--record") || !strcmp(a, "--questions") ||
                    !strcmp(a, "--state") || !strcmp(a, "--state-file") ||
                    !strcmp(a, "--max-length") || !strcmp(a, "--threads") ||
-                   !strcmp(a, "--truncation")) {
+                   !strcmp(a, "--truncation") || !strcmp(a, "--device")) {
             if (!has_value)
                 return usage_error("%s needs a value", a);
             const char *v = argv[++i];
@@ -217,6 +221,8 @@ int cmd_run(int argc, char **argv) {
                 state_text = v;
             else if (!strcmp(a, "--state-file"))
                 state_file = v;
+            else if (!strcmp(a, "--device"))
+                device = v;
             else if (!strcmp(a, "--max-length"))
                 rc = cli_parse_int("run", a, v, 1, RUN_MAX_LENGTH_LIMIT, &max_length);
             else if (!strcmp(a, "--threads"))
@@ -279,6 +285,7 @@ int cmd_run(int argc, char **argv) {
     mp.n_threads = threads;
     mp.max_length = max_length;
     mp.truncation = truncation;
+    mp.device = device;
     if (!quiet && isatty(STDERR_FILENO)) {
         mp.progress = show_progress;
         mp.progress_user = &ps;
@@ -298,9 +305,20 @@ int cmd_run(int argc, char **argv) {
         format = isatty(STDOUT_FILENO) ? 2 : 1;
     clef_result *result = NULL;
     char *answer = NULL;
-    st = format == 1 ? clef_model_decide(model, request, request_len, &answer)
-                     : clef_model_decide_result(model, request, request_len, &result);
+    /* an explicit context (rather than the model's default one) so that its device memory
+     * can be reported below */
+    clef_context *ctx = NULL;
+    st = clef_context_create(model, NULL, &ctx);
     if (st != CLEF_OK) {
+        fprintf(stderr, "clef run: cannot create a context on %s: %s (%s)\n",
+                clef_model_device(model), clef_last_error(), clef_status_str(st));
+        rc = 1;
+    } else {
+        st = format == 1 ? clef_context_decide(ctx, request, request_len, &answer)
+                         : clef_context_decide_result(ctx, request, request_len, &result);
+    }
+    if (!ctx) {
+    } else if (st != CLEF_OK) {
         int record_fault = st == CLEF_ERR_REQUEST_JSON || st == CLEF_ERR_REQUEST_INVALID ||
                            st == CLEF_ERR_REQUEST_TOO_LONG || st == CLEF_ERR_UNSUPPORTED ||
                            st == CLEF_ERR_INVALID_UTF8;
@@ -313,11 +331,14 @@ int cmd_run(int argc, char **argv) {
     } else {
         print_table(model, result);
     }
+    if (st == CLEF_OK && !quiet && strcmp(clef_model_device(model), "cpu"))
+        cli_report_device_memory("run", model, ctx);
     if (st == CLEF_OK && format == 2 && result->truncated_tokens)
         fprintf(stderr, "clef run: the state was cut by %d tokens to fit --max-length %d\n",
                 result->truncated_tokens, clef_model_max_length(model));
     clef_string_free(answer);
     clef_result_free(result);
+    clef_context_free(ctx);
     clef_model_free(model);
     free(request);
     return rc;

@@ -7,6 +7,7 @@
 #define CLEF_TOOLS_COMMANDS_H
 
 int cmd_inspect(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 

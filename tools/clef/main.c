@@ -15,6 +15,7 @@ typedef struct command {
 
 static const command commands[] = {
     {"inspect", cmd_inspect, "check a release directory and describe what it holds"},
+    {"quantize", cmd_quantize, "make an NF4, FP8 or INT8 ConvRot release from a BF16 one"},
     {"run", cmd_run, "decide one record with a release and print the answer"},
     {"serve", cmd_serve, "serve a release over HTTP (SystemOne and Workers AI APIs)"},
 };

@@ -273,13 +273,12 @@ static void launch_tc(clef_backend *be, const clef_attention_args *a) {
     CUDA_CHECK_LAUNCH(be, "tensor-core attention kernel");
 }
 
-static void attention_one(clef_backend *be, const clef_attention_args *args);
+static void attention_one(clef_backend *be, const clef_attention_args *args, void *scratch);
 
 /* Packed sequences (self-attention, n_q == n_kv): one launch per sequence on the stream. */
 void cuda_attention(clef_backend *be, const clef_attention_args *args, void *scratch) {
-    (void)scratch;
     if (!args->seqs) {
-        attention_one(be, args);
+        attention_one(be, args, scratch);
         return;
     }
     const clef_seqs *sq = args->seqs;
@@ -290,15 +289,17 @@ void cuda_attention(clef_backend *be, const clef_attention_args *args, void *scr
         a.n_q = a.n_kv = n;
         a.q = args->q + r0 * args->ldq, a.k = args->k + r0 * args->ldk, a.v = args->v + r0 * args->ldv;
         a.o = args->o + r0 * args->ldo;
-        attention_one(be, &a);
+        attention_one(be, &a, scratch);
     }
 }
 
-static void attention_one(clef_backend *be, const clef_attention_args *args) {
+static void attention_one(clef_backend *be, const clef_attention_args *args, void *scratch) {
     cuda_context *ctx = cuda_ctx(be);
     if (ctx->status != CLEF_OK || args->n_q <= 0 || args->n_kv <= 0)
         return;
     const int64_t hd = args->head_dim;
+    if (!ctx->attention_fp32 && ctx->flash_ok && cuda_flash_attention(be, args, scratch))
+        return;
     if (!ctx->attention_fp32 && (hd == 64 || hd == 128 || hd == 256)) {
         if (hd == 64)
             launch_tc<64>(be, args);
@@ -320,7 +321,10 @@ static void attention_one(clef_backend *be, const clef_attention_args *args) {
         ctx->status = clef_fail(CLEF_ERR_UNSUPPORTED, "CUDA attention: head_dim %lld > 256", (long long)hd);
 }
 
+/* flash style, no scores in memory: the bf16 copies of K and V of one sequence (packed
+ * sequences run one at a time, so the longest sizes it) */
 size_t cuda_attention_workspace_size(clef_backend *be, const clef_attention_args *args) {
-    (void)be, (void)args;
-    return 256; /* flash style: no scores in memory */
+    (void)be;
+    const int64_t n = args->seqs && args->seqs->max_len < args->n_kv ? args->seqs->max_len : args->n_kv;
+    return cuda_flash_workspace_size(n, args->n_kv_heads, args->head_dim);
 }

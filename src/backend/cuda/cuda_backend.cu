@@ -4,6 +4,7 @@
  * table wiring the kernels of the other cuda_*.cu files.
  */
 #include "backend/cuda/cuda_internal.cuh"
+#include "backend/cuda/cuda_quant_internal.cuh"
 
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,7 @@ static void cuda_free_backend(clef_backend *be) {
         if (ctx->stream)
             cudaStreamSynchronize(ctx->stream);
         cuda_gemm_plans_free(ctx);
+        cuda_quant_free(ctx);
         if (ctx->lt)
             cublasLtDestroy(ctx->lt);
         cudaFree(ctx->lt_workspace);
@@ -106,7 +108,12 @@ static void cuda_free_backend(clef_backend *be) {
  * stream, cuBLASLt handle, workspace and staging, so forks run ops concurrently. Its memory
  * count covers what it allocates itself. */
 static int cuda_fork(clef_backend *parent, clef_backend **child) {
-    return clef_backend_cuda_create(cuda_ctx(parent)->device, child);
+    int st = clef_backend_cuda_create(cuda_ctx(parent)->device, child);
+    if (st == CLEF_OK) { /* the kernel choices follow the parent */
+        cuda_ctx(*child)->attention_fp32 = cuda_ctx(parent)->attention_fp32;
+        cuda_ctx(*child)->gdn_chunked = cuda_ctx(parent)->gdn_chunked;
+    }
+    return st;
 }
 
 static const clef_backend_ops cuda_ops = {
@@ -118,7 +125,7 @@ static const clef_backend_ops cuda_ops = {
     .write = cuda_write,
     .read = cuda_read,
     .synchronize = cuda_synchronize,
-    .supports_format = NULL, /* F32 and BF16 */
+    .supports_format = cuda_supports_format, /* F32, BF16 and the quantized formats (cuda_quant.cu) */
     .prepared_size = NULL,   /* weights run as stored */
     .prepare_matrix = NULL,
     .matmul = cuda_matmul,
@@ -146,6 +153,9 @@ static const clef_backend_ops cuda_ops = {
     .add_rows = cuda_add_rows,
     .pair_features = cuda_pair_features,
     .axpy = cuda_axpy,
+    .memory = cuda_memory_query,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
 };
 
 extern "C" int clef_backend_cuda_device_count(void) {
@@ -192,6 +202,7 @@ extern "C" int clef_backend_cuda_create(int device, clef_backend **out) {
         cuda_free_backend(be);
         return clef_fail(CLEF_ERR_INTERNAL, "CUDA device %d: cublasLtCreate failed", device);
     }
+    ctx->flash_ok = cuda_flash_probe(be);
     *out = be;
     return CLEF_OK;
 }
@@ -205,6 +216,12 @@ extern "C" void clef_backend_cuda_memory(const clef_backend *be, size_t *residen
 }
 
 extern "C" void clef_backend_cuda_set_attention_fp32(clef_backend *be, int on) { cuda_ctx(be)->attention_fp32 = on != 0; }
+
+extern "C" void clef_backend_cuda_set_gdn_chunked(clef_backend *be, int on) { cuda_ctx(be)->gdn_chunked = on != 0; }
+
+extern "C" int clef_backend_cuda_flash_attention(const clef_backend *be) {
+    return ((const cuda_context *)be->ctx)->flash_ok;
+}
 
 extern "C" int clef_backend_cuda_fill_normal_bf16(clef_backend *be, void *dst, size_t n, float std, uint64_t seed) {
     return cuda_fill_normal_bf16(be, dst, n, std, seed);

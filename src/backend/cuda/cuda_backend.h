@@ -47,6 +47,18 @@ int clef_backend_cuda_fill_normal_bf16(clef_backend *be, void *dst, size_t n, fl
  * slower, fp32-exact; for parity checks. */
 void clef_backend_cuda_set_attention_fp32(clef_backend *be, int on);
 
+/* The gated delta rule's kernel for CLEF_GDN_CHUNKED: on (1), the chunked WY/UT form on the
+ * tensor cores (cuda_gdn.cu); off (0, the default), the token-by-token kernel, which is the
+ * faster of the two at the Qwen3.5 shapes measured so far (bench/RESULTS.md). Both compute
+ * the same function within the op's tolerance; CLEF_GDN_RECURRENT always runs the
+ * token-by-token kernel. Set before sizing workspaces (gdn_workspace_size follows it). */
+void clef_backend_cuda_set_gdn_chunked(clef_backend *be, int on);
+
+/* 1 when tensor-core attention (head_dim 64/128/256, with scratch) runs the register-
+ * accumulator flash kernel (cuda_flash.cu: its accumulator layout was checked on this
+ * device), 0 when it runs the shared-memory kernel. Tests label their checks with it. */
+int clef_backend_cuda_flash_attention(const clef_backend *be);
+
 /* Bench support (bench/gpu): a bf16 x bf16 -> fp32 cuBLASLt GEMM of m x n x k on random
  * data, timed with CUDA events (median of reps after warm-up): the ceiling the bench divides
  * by. Writes TFLOP/s to *tflops. */

@@ -17,48 +17,51 @@ __device__ __forceinline__ float softplus_f(float x) { return x > 20.0f ? x : lo
 
 /* With packed sequences (start: n_seqs + 1 row offsets in device memory), row i of sequence s
  * is its token i - start[s]: taps never reach into the previous sequence; prev holds
- * [n_seqs, K-1, C]. */
+ * [n_seqs, K-1, C]. A thread owns one channel of the rows blockIdx.y, blockIdx.y + gridDim.y,
+ * ... (no 64-bit division per element: it cost more than the taps). */
 __global__ void k_conv1d_silu(int64_t T, int64_t C, int64_t K, const float *x, int64_t ldx, const float *w,
                               const float *prev, float *y, int64_t ldy, const int32_t *start, int64_t n_seqs) {
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= T * C)
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C)
         return;
-    int64_t row = i / C, c = i - row * C;
-    int64_t s = 0, t = row;
-    if (start) { /* the sequence of this row: binary search in the offsets */
-        int64_t lo = 0, hi = n_seqs - 1;
-        while (lo < hi) {
-            int64_t mid = (lo + hi + 1) / 2;
-            if (start[mid] <= row)
-                lo = mid;
-            else
-                hi = mid - 1;
+    for (int64_t row = blockIdx.y; row < T; row += gridDim.y) {
+        int64_t s = 0, t = row;
+        if (start) { /* the sequence of this row: binary search in the offsets */
+            int64_t lo = 0, hi = n_seqs - 1;
+            while (lo < hi) {
+                int64_t mid = (lo + hi + 1) / 2;
+                if (start[mid] <= row)
+                    lo = mid;
+                else
+                    hi = mid - 1;
+            }
+            s = lo, t = row - start[s];
         }
-        s = lo, t = row - start[s];
+        const float *xs0 = x + (row - t) * ldx;
+        const float *ps = prev ? prev + s * (K - 1) * C : NULL;
+        float acc = 0.0f;
+        for (int64_t k = 0; k < K; k++) {
+            int64_t src = t - K + 1 + k;
+            float v;
+            if (src >= 0)
+                v = xs0[src * ldx + c];
+            else if (ps)
+                v = ps[(K - 1 + src) * C + c];
+            else
+                continue;
+            acc += w[c * K + k] * v;
+        }
+        y[row * ldy + c] = silu_f(acc);
     }
-    const float *xs0 = x + (row - t) * ldx;
-    const float *ps = prev ? prev + s * (K - 1) * C : NULL;
-    float acc = 0.0f;
-    for (int64_t k = 0; k < K; k++) {
-        int64_t src = t - K + 1 + k;
-        float v;
-        if (src >= 0)
-            v = xs0[src * ldx + c];
-        else if (ps)
-            v = ps[(K - 1 + src) * C + c];
-        else
-            continue;
-        acc += w[c * K + k] * v;
-    }
-    y[row * ldy + c] = silu_f(acc);
 }
 
 void cuda_conv1d_causal_silu(clef_backend *be, int64_t T, int64_t C, int64_t K, const float *x, int64_t ldx,
                              const float *w, const float *prev, float *y, int64_t ldy, const clef_seqs *seqs) {
     if (cuda_ctx(be)->status != CLEF_OK || T * C <= 0)
         return;
-    k_conv1d_silu<<<cuda_blocks(T * C, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(
-        T, C, K, x, ldx, w, prev, y, ldy, seqs ? seqs->start_dev : NULL, seqs ? seqs->n_seqs : 1);
+    dim3 grid(cuda_blocks(C, EW_THREADS), (unsigned)(T < 65535 ? T : 65535));
+    k_conv1d_silu<<<grid, EW_THREADS, 0, cuda_ctx(be)->stream>>>(T, C, K, x, ldx, w, prev, y, ldy,
+                                                                 seqs ? seqs->start_dev : NULL, seqs ? seqs->n_seqs : 1);
     CUDA_CHECK_LAUNCH(be, "conv1d kernel");
 }
 

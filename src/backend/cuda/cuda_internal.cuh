@@ -42,7 +42,12 @@ typedef struct cuda_context {
     size_t resident, peak;  /* device bytes held by this backend */
     int status;             /* first error (clef_status), CLEF_OK while none */
     int attention_fp32;     /* 1: attention on the fp32 kernel only (cuda_attention.cu) */
+    int gdn_chunked;        /* 1: CLEF_GDN_CHUNKED runs the WY/UT kernel (cuda_gdn.cu) */
+    int n_sm;               /* multiprocessors of the device (0 until first asked) */
+    int flash_ok;           /* 1: this device's WMMA accumulator layout is the one cuda_flash.cu
+                               assumes (checked at create); 0: the shared-memory kernel runs */
     cuda_gemm_plan plans[CUDA_GEMM_PLANS];
+    struct cuda_quant_state *quant; /* quantized formats (cuda_quant.cu); NULL until first used */
 } cuda_context;
 
 static inline cuda_context *cuda_ctx(clef_backend *be) { return (cuda_context *)be->ctx; }
@@ -55,8 +60,23 @@ int cuda_record(clef_backend *be, cudaError_t err, const char *what);
 
 static inline unsigned cuda_blocks(int64_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
 
+/* Multiprocessors of the backend's device (grid sizing). */
+static inline int cuda_sm_count(clef_backend *be) {
+    int n = 0;
+    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, cuda_ctx(be)->device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        n = 132;
+    }
+    return n;
+}
+
 /* Count device bytes for clef_backend_cuda_memory (cuda_backend.cu). */
 void cuda_account(clef_backend *be, ptrdiff_t delta);
+
+/* cuda_host.cu: the memory slots of the op table (backend.h) */
+int cuda_memory_query(clef_backend *be, clef_backend_memory_info *out);
+void *cuda_host_alloc(clef_backend *be, size_t bytes);
+void cuda_host_free(clef_backend *be, void *ptr);
 
 /* cuda_matmul.cu */
 void cuda_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
@@ -99,6 +119,12 @@ size_t cuda_gdn_workspace_size(clef_backend *be, const clef_gdn_args *args);
 /* cuda_attention.cu */
 void cuda_attention(clef_backend *be, const clef_attention_args *args, void *scratch);
 size_t cuda_attention_workspace_size(clef_backend *be, const clef_attention_args *args);
+
+/* cuda_flash.cu: the register-accumulator flash attention (head_dim 64/128/256 with scratch;
+ * returns 0 otherwise), its scratch (bf16 K and V) and the once-per-backend check of the layout it assumes */
+int cuda_flash_attention(clef_backend *be, const clef_attention_args *args, void *scratch);
+size_t cuda_flash_workspace_size(int64_t n_kv, int64_t n_kv_heads, int64_t head_dim);
+int cuda_flash_probe(clef_backend *be);
 
 /* cuda_head_ops.cu */
 void cuda_segment_sum(clef_backend *be, int64_t n_seg, int64_t dim, const clef_segment *segs, const float *x,

@@ -17,6 +17,7 @@
 
 #define CUDA_GEMM_CANON_ROWS 2048
 #include "backend/cuda/cuda_internal.cuh"
+#include "backend/cuda/cuda_quant_internal.cuh"
 
 #include <string.h>
 
@@ -155,7 +156,8 @@ static int staging(clef_backend *be, size_t bytes) {
 
 /* bf16 staging bytes for T rows of w's input (F32 weights need none) */
 size_t cuda_matmul_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w) {
-    (void)be;
+    if (clef_wtype_get_traits(w->type)->is_quantized)
+        return cuda_quant_workspace_size(be, T, w);
     return w->type == CLEF_WTYPE_BF16 ? sizeof(__nv_bfloat16) * (size_t)(T * w->cols) + 256 : 0;
 }
 
@@ -166,6 +168,10 @@ void cuda_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const
     cuda_context *ctx = cuda_ctx(be);
     if (ctx->status != CLEF_OK || T <= 0)
         return;
+    if (clef_wtype_get_traits(w->type)->is_quantized) { /* NF4, FP8, INT8: cuda_quant*.cu */
+        cuda_quant_matmul(be, T, x, ldx, w, bias, y, ldy, accumulate, scratch);
+        return;
+    }
     const int64_t N = w->rows, K = w->cols;
     const void *B;
     int64_t ldb;

@@ -1,0 +1,139 @@
+/*
+ * bench_gpu_cores.c — the two sequence cores of the Qwen3.5 backbone alone on the CUDA
+ * backend, at the real 27B / 9B head shapes, one layer each: the gated delta rule (chunked
+ * vs recurrent form) and causal attention (tensor-core vs fp32 kernel). Prints ms per layer
+ * (median of runs after a warm-up), the FLOPs each form must do, and TFLOP/s. It exists so
+ * the per-kernel profile (ncu over this program) and the tuning of these kernels need no
+ * whole-model run; the whole-model numbers are bench_gpu_forward's.
+ *
+ *   bench_gpu_cores 9b|27b [runs]
+ *
+ * Shapes: 27B: GDN Hk 16, Hv 48, dk = dv = 128; attention 24 query / 4 kv heads, head_dim
+ * 256, q rows interleaved with the gate ([q | gate] per head). 9B: GDN Hk 16, Hv 32;
+ * attention 16 / 4 heads. Inputs N(0, 1) (q, k, v), g in [-0.5, 0), beta in (0.05, 0.95).
+ */
+#include "../bench_util.h"
+#include "backend/cuda/cuda_backend.h"
+#include "clef.h"
+#include "cuda/gpu_test_util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static clef_backend *gpu;
+
+static double time_ms(void (*fn)(void *), void *arg, int runs) {
+    fn(arg);
+    clef_backend_synchronize(gpu);
+    double t[64];
+    for (int r = 0; r < runs; r++) {
+        double t0 = bench_now_ms();
+        fn(arg);
+        if (clef_backend_synchronize(gpu) != CLEF_OK) {
+            fprintf(stderr, "device error: %s\n", clef_last_error());
+            exit(1);
+        }
+        t[r] = bench_now_ms() - t0;
+    }
+    return bench_median(t, runs);
+}
+
+typedef struct gdn_case {
+    clef_gdn_args a;
+    void *ws;
+} gdn_case;
+
+static void run_gdn(void *p) {
+    gdn_case *c = p;
+    clef_gdn(gpu, &c->a, c->ws);
+}
+
+typedef struct att_case {
+    clef_attention_args a;
+    void *ws;
+} att_case;
+
+static void run_attention(void *p) {
+    att_case *c = p;
+    clef_attention(gpu, &c->a, c->ws);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || (strcmp(argv[1], "9b") && strcmp(argv[1], "27b"))) {
+        fprintf(stderr, "usage: bench_gpu_cores 9b|27b [runs]\n");
+        return 2;
+    }
+    if (clef_backend_cuda_device_count() <= 0) {
+        printf("no CUDA device: skipped\n");
+        return GPU_TEST_SKIPPED;
+    }
+    const int is27 = !strcmp(argv[1], "27b");
+    int runs = argc > 2 ? atoi(argv[2]) : 10;
+    if (runs < 1 || runs > 64)
+        runs = 10;
+    if (clef_backend_cuda_create(0, &gpu) != CLEF_OK) {
+        fprintf(stderr, "%s\n", clef_last_error());
+        return 1;
+    }
+    clef_backend_cuda_set_gdn_chunked(gpu, 1); /* mode CHUNKED: the WY/UT kernel */
+    const int64_t Hk = 16, Hv = is27 ? 48 : 32, dk = 128, dv = 128;
+    const int64_t Hq = is27 ? 24 : 16, Hkv = 4, hd = 256;
+    const int64_t Ts[] = {298, 1502, 2270, 8192}, Tmax = 8192;
+    /* one buffer big enough for either core's inputs at Tmax, filled once */
+    const int64_t ldqkv = 2 * Hk * dk + Hv * dv, ldq_att = Hq * 2 * hd, ldkv_att = Hkv * hd;
+    const size_t n_in = (size_t)(Tmax * (ldqkv > ldq_att + 2 * ldkv_att ? ldqkv : ldq_att + 2 * ldkv_att));
+    float *host = malloc(n_in * sizeof(float));
+    fill_normal(host, n_in, 1.0f);
+    float *in = to_gpu(gpu, host, n_in * sizeof(float));
+    float *gb = malloc(sizeof(float) * (size_t)(2 * Tmax * Hv));
+    for (int64_t i = 0; i < Tmax * Hv; i++)
+        gb[i] = -(float)(rnd_uniform() * 0.5), gb[Tmax * Hv + i] = (float)(0.05 + 0.9 * rnd_uniform());
+    float *gbd = to_gpu(gpu, gb, sizeof(float) * (size_t)(2 * Tmax * Hv));
+    float *out = clef_backend_alloc(gpu, sizeof(float) * (size_t)(Tmax * (Hv * dv > Hq * hd ? Hv * dv : Hq * hd)));
+    if (!in || !gbd || !out) {
+        fprintf(stderr, "device allocation failed\n");
+        return 1;
+    }
+    printf("# %s cores, one layer, median of %d runs (ms)\n\n", argv[1], runs);
+    printf("| core | form | T | ms | GFLOP | TFLOP/s |\n|---|---|---|---|---|---|\n");
+    for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
+        const int64_t T = Ts[ti];
+        for (int mode = 0; mode < 2; mode++) {
+            gdn_case c = {.a = {.T = T, .n_k_heads = Hk, .n_v_heads = Hv, .dk = dk, .dv = dv, .q = in, .ldq = ldqkv,
+                                .k = in + Hk * dk, .ldk = ldqkv, .v = in + 2 * Hk * dk, .ldv = ldqkv, .g = gbd,
+                                .beta = gbd + Tmax * Hv, .o = out, .ldo = Hv * dv, .l2norm_qk = 1,
+                                .mode = mode ? CLEF_GDN_RECURRENT : CLEF_GDN_CHUNKED}};
+            c.ws = clef_backend_alloc(gpu, clef_gdn_workspace_size(gpu, &c.a));
+            const double ms = time_ms(run_gdn, &c, runs);
+            /* chunked work per chunk and head: K K^T, Q K^T, solve, K S, Tinv rhs, Q S, P u,
+             * K^T u (2 flops per multiply-add); the recurrence: 4 dk dv per token and head */
+            const double nc = (double)((T + 63) / 64), C = 64;
+            const double gf = mode ? 4.0 * (double)(T * Hv * dk * dv) * 2 / 1e9
+                                   : nc * (double)Hv * 2 * (2 * C * C * dk + C * C * C / 3 + 3 * C * dk * dv + 2 * C * C * dv) / 1e9;
+            printf("| gdn | %s | %lld | %.3f | %.1f | %.1f |\n", mode ? "recurrent" : "chunked", (long long)T, ms, gf,
+                   gf / ms);
+            clef_backend_release(gpu, c.ws);
+        }
+        for (int fp32 = 0; fp32 < 2; fp32++) {
+            if (fp32 && T > 2270)
+                continue; /* the fp32 kernel is the accuracy reference, slow at long T */
+            clef_backend_cuda_set_attention_fp32(gpu, fp32);
+            att_case c = {.a = {.n_q = T, .n_kv = T, .n_q_heads = Hq, .n_kv_heads = Hkv, .head_dim = hd,
+                                     .q = in, .ldq = ldq_att, .q_head_stride = 2 * hd,
+                                     .k = in + T * ldq_att, .ldk = ldkv_att, .k_head_stride = hd,
+                                     .v = in + T * ldq_att + T * ldkv_att, .ldv = ldkv_att, .v_head_stride = hd,
+                                     .o = out, .ldo = Hq * hd, .o_head_stride = hd, .scale = 0.0625f, .causal = 1}};
+            c.ws = clef_backend_alloc(gpu, clef_attention_workspace_size(gpu, &c.a));
+            const double ms = time_ms(run_attention, &c, runs);
+            clef_backend_release(gpu, c.ws);
+            const double gf = 4.0 * (double)Hq * (double)hd * (double)T * (double)(T + 1) / 2 / 1e9;
+            printf("| attention | %s | %lld | %.3f | %.1f | %.1f |\n", fp32 ? "fp32" : "tensor-core", (long long)T, ms,
+                   gf, gf / ms);
+        }
+        clef_backend_cuda_set_attention_fp32(gpu, 0);
+    }
+    clef_backend_release(gpu, in), clef_backend_release(gpu, gbd), clef_backend_release(gpu, out);
+    clef_backend_free(gpu);
+    free(host), free(gb);
+    return 0;
+}

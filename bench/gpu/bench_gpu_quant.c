@@ -1,0 +1,434 @@
+/*
+ * bench_gpu_quant.c — the quantized matmuls of the CUDA backend (FP8 W8A8, INT8 ConvRot, NF4)
+ * against the BF16 cuBLASLt matmul in the same run, on one GPU:
+ *
+ *   bench_gpu_quant gemm 9b|27b [reps]             every distinct linear shape of the model at
+ *                                                  298 / 1,502 / 2,270 / 8,192 / 8 x 1,502 rows
+ *   bench_gpu_quant forward 9b|27b [layers] [runs] the whole backbone (random BF16 weights made
+ *                                                  on the device, as bench_gpu_forward), then
+ *                                                  its linears swapped for random quantized ones
+ *
+ * Each time is the clef_matmul op as the model calls it (fp32 rows in, fp32 rows out): BF16
+ * includes the rounding of x to bf16, FP8 and INT8 their activation quantizers and epilogues,
+ * NF4 its dequantization; the quantizer / dequantizer alone is a column of its own. CUDA
+ * events on the backend's stream, median of reps after 3 warm-ups. TFLOP/s = 2 N K T / time.
+ * Weights are random codes (never zeros) with scales that give N(0, 0.02)-sized values; speed
+ * does not depend on the values (accuracy is tests/cuda/test_cuda_quant's business).
+ *
+ * Which linears each precision quantizes (the releases, docs/quant.md): FP8 the attention and
+ * MLP linears (Gated DeltaNet projections stay BF16); INT8 ConvRot every linear except GDN
+ * in_proj_a / in_proj_b; NF4 every linear. The per-forward sums of the gemm table and the
+ * forward bench follow that.
+ */
+#include "../bench_util.h"
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_quant.h"
+#include "clef.h"
+#include "cuda/random_release.h"
+#include "model/qwen35_internal.h"
+#include "quant/nf4.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { P_BF16, P_FP8, P_INT8, P_NF4, P_COUNT };
+static const char *prec_name[P_COUNT] = {"bf16", "fp8", "int8", "nf4"};
+
+/* ---- quantized random matrices ---------------------------------------------------------------- */
+
+/* One quantized (or BF16) weight on the device with its descriptor; free with qm_free. */
+typedef struct qmat {
+    clef_matrix m;
+    clef_quant q;
+    void *bufs[5];
+    size_t bytes;
+} qmat;
+
+static void *qalloc(clef_backend *be, qmat *w, int slot, size_t bytes) {
+    w->bufs[slot] = clef_backend_alloc(be, bytes);
+    w->bytes += bytes;
+    return w->bufs[slot];
+}
+
+static int qm_make(clef_backend *be, int prec, int64_t N, int64_t K, uint64_t seed, qmat *w) {
+    memset(w, 0, sizeof *w);
+    w->m.rows = N, w->m.cols = K, w->m.ld = K;
+    int st = CLEF_OK;
+    if (prec == P_BF16) {
+        w->m.type = CLEF_WTYPE_BF16;
+        void *d = qalloc(be, w, 0, 2 * (size_t)(N * K));
+        st = d ? clef_backend_cuda_fill_normal_bf16(be, d, (size_t)(N * K), 0.02f, seed) : CLEF_ERR_OUT_OF_MEMORY;
+        w->m.data = d;
+        return st;
+    }
+    w->m.quant = &w->q;
+    if (prec == P_FP8 || prec == P_INT8) {
+        w->m.type = prec == P_FP8 ? CLEF_WTYPE_FP8_E4M3 : CLEF_WTYPE_INT8_CONVROT;
+        void *d = qalloc(be, w, 0, (size_t)(N * K));
+        float *s = qalloc(be, w, 1, sizeof(float) * (size_t)N);
+        if (!d || !s)
+            return CLEF_ERR_OUT_OF_MEMORY;
+        st = clef_cuda_fill_random_codes(be, w->m.type, d, (size_t)(N * K), seed);
+        /* random e4m3 codes are up to 448 in size, int8 up to 127: scale to ~0.02 */
+        if (st == CLEF_OK)
+            st = clef_cuda_fill_f32(be, s, (size_t)N, prec == P_FP8 ? 2e-4f : 3e-4f);
+        w->m.data = d;
+        if (prec == P_FP8)
+            w->q.u.fp8.weight_scale = s;
+        else
+            w->q.u.int8_convrot.weight_scale = s, w->q.u.int8_convrot.rotation_group = 256;
+        return st;
+    }
+    /* NF4, double quant, blocks of 64, nested blocks of 256 */
+    const int64_t n = N * K, nb = (n + 63) / 64, nn = (nb + 255) / 256;
+    w->m.type = CLEF_WTYPE_NF4;
+    void *packed = qalloc(be, w, 0, (size_t)((n + 1) / 2));
+    void *absq = qalloc(be, w, 1, (size_t)nb);
+    float *nested = qalloc(be, w, 2, sizeof(float) * (size_t)nn);
+    float *code = qalloc(be, w, 3, sizeof(float) * 16), *ncode = qalloc(be, w, 4, sizeof(float) * 256);
+    if (!packed || !absq || !nested || !code || !ncode)
+        return CLEF_ERR_OUT_OF_MEMORY;
+    float ntab[256];
+    for (int i = 0; i < 256; i++)
+        ntab[i] = (float)(i + 1) / 256.0f;
+    st = clef_cuda_fill_random_codes(be, CLEF_WTYPE_NF4, packed, (size_t)((n + 1) / 2), seed);
+    if (st == CLEF_OK)
+        st = clef_cuda_fill_random_codes(be, CLEF_WTYPE_NF4, absq, (size_t)nb, seed ^ 0x55);
+    if (st == CLEF_OK)
+        st = clef_cuda_fill_f32(be, nested, (size_t)nn, 0.04f);
+    if (st == CLEF_OK)
+        st = clef_backend_write(be, code, clef_nf4_table, sizeof(float) * 16);
+    if (st == CLEF_OK)
+        st = clef_backend_write(be, ncode, ntab, sizeof ntab);
+    w->m.data = packed;
+    w->q.u.nf4 = (clef_quant_nf4){.block = 64, .absmax_q = absq, .nested_absmax = nested, .nested_block = 256,
+                                  .nested_offset = 0.001f, .code = code, .nested_code = ncode};
+    return st;
+}
+
+static void qm_free(clef_backend *be, qmat *w) {
+    for (int i = 0; i < 5; i++)
+        clef_backend_release(be, w->bufs[i]);
+    memset(w, 0, sizeof *w);
+}
+
+/* ---- gemm ------------------------------------------------------------------------------------- */
+
+typedef struct lin_shape {
+    const char *name;
+    int64_t N, K;
+    int n_gdn, n_other; /* how many per forward: Gated DeltaNet projections, the rest */
+} lin_shape;
+
+static const lin_shape shapes_27b[] = {
+    {"in_proj_qkv", 10240, 5120, 48, 0}, {"in_proj_z", 6144, 5120, 48, 0},
+    {"out_proj, o_proj", 5120, 6144, 48, 16}, {"q_proj", 12288, 5120, 0, 16},
+    {"k_proj, v_proj", 1024, 5120, 0, 32}, {"gate, up", 17408, 5120, 0, 128},
+    {"down", 5120, 17408, 0, 64},
+};
+static const lin_shape shapes_9b[] = {
+    {"in_proj_qkv, q_proj", 8192, 4096, 24, 8}, {"in_z, out_proj, o_proj", 4096, 4096, 48, 8},
+    {"k_proj, v_proj", 1024, 4096, 0, 16}, {"gate, up", 12288, 4096, 0, 64},
+    {"down", 4096, 12288, 0, 32},
+};
+
+static const int64_t bench_T[] = {298, 1502, 2270, 8192, 8 * 1502};
+#define N_T 5
+
+/* A host table of N(0, 1) samples drawn by index: billions of activations in a second. */
+static void fill_x(float *x, size_t n) {
+    static float table[4096];
+    uint64_t s = 0x12345;
+    for (int i = 0; i < 4096; i++)
+        table[i] = rr_normal(&s);
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        x[i] = table[s & 4095];
+    }
+}
+
+static double time_matmul(clef_backend *be, int reps, int64_t T, const float *x, int64_t K, const clef_matrix *w,
+                          float *y, double *times) {
+    for (int r = -3; r < reps; r++) {
+        clef_cuda_timer_start(be);
+        clef_matmul(be, T, x, K, w, NULL, y, w->rows, 0);
+        double ms = clef_cuda_timer_stop(be);
+        if (r >= 0)
+            times[r] = ms;
+    }
+    return clef_backend_synchronize(be) == CLEF_OK ? bench_median(times, reps) : -1.0;
+}
+
+/* the quantizer / dequantizer step alone */
+static double time_step(clef_backend *be, int reps, int prec, int64_t T, const float *x, int64_t K, const qmat *w,
+                        void *buf, float *sx, double *times) {
+    for (int r = -3; r < reps; r++) {
+        clef_cuda_timer_start(be);
+        if (prec == P_FP8)
+            clef_cuda_fp8_quantize_tokens(be, T, K, x, K, buf, sx);
+        else if (prec == P_INT8)
+            clef_cuda_convrot_quantize_tokens(be, T, K, x, K, 256, NULL, 0, buf, sx);
+        else
+            clef_cuda_nf4_dequant_bf16(be, &w->m, buf);
+        double ms = clef_cuda_timer_stop(be);
+        if (r >= 0)
+            times[r] = ms;
+    }
+    return clef_backend_synchronize(be) == CLEF_OK ? bench_median(times, reps) : -1.0;
+}
+
+static int run_gemm(clef_backend *be, int is27, int reps) {
+    const lin_shape *sh = is27 ? shapes_27b : shapes_9b;
+    const int n_sh = is27 ? (int)(sizeof shapes_27b / sizeof *sh) : (int)(sizeof shapes_9b / sizeof *sh);
+    int64_t maxK = 0, maxN = 0, maxT = bench_T[N_T - 1];
+    for (int i = 0; i < n_sh; i++) {
+        maxK = sh[i].K > maxK ? sh[i].K : maxK;
+        maxN = sh[i].N > maxN ? sh[i].N : maxN;
+    }
+    float *xh = malloc(sizeof(float) * (size_t)(maxT * maxK));
+    fill_x(xh, (size_t)(maxT * maxK));
+    float *x = clef_backend_alloc(be, sizeof(float) * (size_t)(maxT * maxK));
+    float *y = clef_backend_alloc(be, sizeof(float) * (size_t)(maxT * maxN));
+    void *buf = clef_backend_alloc(be, (size_t)(maxT * maxK) > 2 * (size_t)(maxN * maxK) ? (size_t)(maxT * maxK)
+                                                                                            : 2 * (size_t)(maxN * maxK));
+    float *sx = clef_backend_alloc(be, sizeof(float) * (size_t)maxT);
+    if (!xh || !x || !y || !buf || !sx || clef_backend_write(be, x, xh, sizeof(float) * (size_t)(maxT * maxK)) != CLEF_OK) {
+        fprintf(stderr, "gemm bench: out of memory\n");
+        return 1;
+    }
+    free(xh);
+    double *times = malloc(sizeof(double) * (size_t)reps);
+    double fwd[N_T][P_COUNT];
+    memset(fwd, 0, sizeof fwd);
+    printf("\n| model | linear | N x K | per forward | T | bf16 ms | TFLOP/s | fp8 ms | TFLOP/s | quantize ms | int8 ms | "
+           "TFLOP/s | rotate+quantize ms | nf4 ms | TFLOP/s | dequantize ms |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < n_sh; i++) {
+        qmat w[P_COUNT];
+        int st = CLEF_OK;
+        for (int p = 0; p < P_COUNT && st == CLEF_OK; p++)
+            st = qm_make(be, p, sh[i].N, sh[i].K, 100 + (uint64_t)(10 * i + p), &w[p]);
+        if (st != CLEF_OK || clef_backend_synchronize(be) != CLEF_OK) {
+            fprintf(stderr, "gemm bench: weights: %s\n", clef_last_error());
+            return 1;
+        }
+        for (int ti = 0; ti < N_T; ti++) {
+            const int64_t T = bench_T[ti];
+            double ms[P_COUNT], step[P_COUNT] = {0};
+            for (int p = 0; p < P_COUNT; p++) {
+                ms[p] = time_matmul(be, reps, T, x, sh[i].K, &w[p].m, y, times);
+                if (p != P_BF16)
+                    step[p] = time_step(be, reps, p, T, x, sh[i].K, &w[p], buf, sx, times);
+                if (ms[p] < 0 || step[p] < 0) {
+                    fprintf(stderr, "gemm bench: %s %s T=%lld: %s\n", sh[i].name, prec_name[p], (long long)T,
+                            clef_last_error());
+                    return 1;
+                }
+            }
+            const double fl = 2.0 * (double)sh[i].N * (double)sh[i].K * (double)T / 1e9; /* GFLOP */
+            printf("| %s | %s | %lld x %lld | %d | %lld | %.3f | %.0f | %.3f | %.0f | %.3f | %.3f | %.0f | %.3f | %.3f | "
+                   "%.0f | %.3f |\n",
+                   is27 ? "27B" : "9B", sh[i].name, (long long)sh[i].N, (long long)sh[i].K, sh[i].n_gdn + sh[i].n_other,
+                   (long long)T, ms[P_BF16], fl / ms[P_BF16], ms[P_FP8], fl / ms[P_FP8], step[P_FP8], ms[P_INT8],
+                   fl / ms[P_INT8], step[P_INT8], ms[P_NF4], fl / ms[P_NF4], step[P_NF4]);
+            fflush(stdout);
+            /* one forward's linears in each precision (see the file comment) */
+            fwd[ti][P_BF16] += (sh[i].n_gdn + sh[i].n_other) * ms[P_BF16];
+            fwd[ti][P_FP8] += sh[i].n_gdn * ms[P_BF16] + sh[i].n_other * ms[P_FP8];
+            fwd[ti][P_INT8] += (sh[i].n_gdn + sh[i].n_other) * ms[P_INT8];
+            fwd[ti][P_NF4] += (sh[i].n_gdn + sh[i].n_other) * ms[P_NF4];
+        }
+        for (int p = 0; p < P_COUNT; p++)
+            qm_free(be, &w[p]);
+    }
+    printf("\nSum over one forward's linears (GDN in_proj_a / in_proj_b left out: < 0.1%% of the work); FP8 keeps "
+           "the GDN projections in BF16:\n\n| model | T | bf16 ms | fp8 ms | int8 ms | nf4 ms | fp8 / bf16 | int8 / bf16 "
+           "| nf4 / bf16 |\n|---|---|---|---|---|---|---|---|---|\n");
+    for (int ti = 0; ti < N_T; ti++)
+        printf("| %s | %lld | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", is27 ? "27B" : "9B",
+               (long long)bench_T[ti], fwd[ti][P_BF16], fwd[ti][P_FP8], fwd[ti][P_INT8], fwd[ti][P_NF4],
+               fwd[ti][P_FP8] / fwd[ti][P_BF16], fwd[ti][P_INT8] / fwd[ti][P_BF16], fwd[ti][P_NF4] / fwd[ti][P_BF16]);
+    printf("FP8 matmuls scaled by: %s\n", clef_cuda_fp8_gemm_path(be));
+    clef_backend_release(be, x), clef_backend_release(be, y), clef_backend_release(be, buf);
+    clef_backend_release(be, sx);
+    free(times);
+    return 0;
+}
+
+/* ---- forward ---------------------------------------------------------------------------------- */
+
+static int zero_matrix_read(void *ctx, const clef_tensor_info *t, void *dst) {
+    if (t->dtype == CLEF_DTYPE_BF16) {
+        memset(dst, 0, t->n_bytes);
+        return CLEF_OK;
+    }
+    return rr_read(ctx, t, dst);
+}
+
+/* The linears of layer L that precision prec quantizes (NULL-terminated). */
+static int layer_linears(qwen35_layer *L, int prec, clef_matrix **out) {
+    int n = 0;
+    out[n++] = &L->mlp_gate, out[n++] = &L->mlp_up, out[n++] = &L->mlp_down;
+    clef_matrix *attn[] = {&L->q_proj, &L->k_proj, &L->v_proj, &L->o_proj};
+    clef_matrix *gdn[] = {&L->in_qkv, &L->in_z, &L->out_proj};
+    for (int j = 0; j < 4; j++)
+        if (attn[j]->data)
+            out[n++] = attn[j];
+    if (prec != P_FP8)
+        for (int j = 0; j < 3; j++)
+            if (gdn[j]->data)
+                out[n++] = gdn[j];
+    if (prec == P_NF4 && L->in_a.data)
+        out[n++] = &L->in_a, out[n++] = &L->in_b;
+    return n;
+}
+
+static int run_forward(clef_backend *be, int is27, int64_t n_layers, int runs) {
+    clef_layer_type *types = malloc(sizeof(clef_layer_type) * (size_t)n_layers);
+    clef_text_config cfg = is27 ? config_27b(n_layers, types) : config_9b(n_layers, types);
+    random_release rr = {.cfg = &cfg, .seed = 7};
+    clef_tensor_source src = {.ctx = &rr, .find = rr_find, .read = zero_matrix_read};
+    qwen35_params p = qwen35_default_params();
+    p.max_seq_len = 8192, p.max_tokens = 8 * 1502;
+    qwen35_model *m = NULL;
+    qwen35_state *state = NULL;
+    int st = qwen35_load(&cfg, &src, be, &m);
+    uint64_t seed = 1;
+    if (st == CLEF_OK)
+        st = clef_backend_cuda_fill_normal_bf16(be, (void *)m->w.embed.data, (size_t)(m->w.embed.rows * m->w.embed.cols),
+                                                0.02f, seed++);
+    for (int64_t i = 0; i < n_layers && st == CLEF_OK; i++) {
+        qwen35_layer *L = &m->w.layers[i];
+        clef_matrix *ws[] = {&L->mlp_gate, &L->mlp_up, &L->mlp_down, &L->in_qkv, &L->in_z, &L->in_b, &L->in_a,
+                             &L->out_proj, &L->q_proj, &L->k_proj, &L->v_proj, &L->o_proj};
+        for (size_t j = 0; j < sizeof ws / sizeof *ws && st == CLEF_OK; j++)
+            if (ws[j]->data)
+                st = clef_backend_cuda_fill_normal_bf16(be, (void *)ws[j]->data, (size_t)(ws[j]->rows * ws[j]->cols),
+                                                        0.02f, seed++);
+    }
+    if (st == CLEF_OK)
+        st = qwen35_state_create(m, be, &p, &state);
+    if (st != CLEF_OK) {
+        fprintf(stderr, "forward bench: load: %s\n", clef_last_error());
+        return 1;
+    }
+    int32_t *ids = malloc(sizeof(int32_t) * 8 * 8192);
+    for (int64_t i = 0; i < 8 * 8192; i++)
+        ids[i] = (int32_t)((i * 2654435761u) % (uint64_t)cfg.vocab_size);
+    double *times = malloc(sizeof(double) * (size_t)runs);
+    const int64_t cases[][2] = {{1, 298}, {1, 1502}, {1, 2270}, {1, 8192}, {8, 1502}};
+    printf("\n# whole backbone, %s shape (%lld layers), linears in each precision (random weights; the BF16 model "
+           "stays loaded beside the quantized linears, so memory here is not a release's)\n\n",
+           is27 ? "27B" : "9B", (long long)n_layers);
+    printf("| model | precision | linear weights GiB | batch x tokens | ms (median of %d) | tokens/s |\n", runs);
+    printf("|---|---|---|---|---|---|\n");
+    const int max_lin = 12;
+    clef_matrix *saved = malloc(sizeof(clef_matrix) * (size_t)(n_layers * max_lin));
+    qmat *qm = calloc((size_t)(n_layers * max_lin), sizeof(qmat));
+    for (int prec = 0; prec < P_COUNT; prec++) {
+        size_t lin_bytes = 0;
+        for (int64_t i = 0; i < n_layers && st == CLEF_OK; i++) {
+            clef_matrix *lin[12];
+            int n = layer_linears(&m->w.layers[i], prec, lin);
+            for (int j = 0; j < n && st == CLEF_OK; j++) {
+                qmat *q = &qm[i * max_lin + j];
+                saved[i * max_lin + j] = *lin[j];
+                if (prec == P_BF16) {
+                    lin_bytes += clef_matrix_bytes(lin[j]);
+                    continue;
+                }
+                st = qm_make(be, prec, lin[j]->rows, lin[j]->cols, 1000 + (uint64_t)(i * max_lin + j), q);
+                lin_bytes += q->bytes;
+                *lin[j] = q->m;
+                lin[j]->quant = &q->q; /* the descriptor lives in qm[], not in the copy */
+            }
+        }
+        if (st == CLEF_OK)
+            st = clef_backend_synchronize(be);
+        for (int c = 0; c < 5 && st == CLEF_OK; c++) {
+            const int64_t ns = cases[c][0], T = cases[c][1];
+            int64_t seq[9];
+            for (int64_t s = 0; s <= ns; s++)
+                seq[s] = s * T;
+            for (int r = -1; r < runs && st == CLEF_OK; r++) {
+                double a = bench_now_ms();
+                st = qwen35_forward(m, state, ns, seq, ids, NULL);
+                if (st == CLEF_OK)
+                    st = clef_backend_synchronize(be);
+                if (r >= 0)
+                    times[r] = bench_now_ms() - a;
+            }
+            if (st != CLEF_OK)
+                break;
+            double ms = bench_median(times, runs);
+            printf("| %s | %s | %.2f | %lld x %lld | %.1f | %.0f |\n", is27 ? "27B" : "9B", prec_name[prec],
+                   lin_bytes / 1073741824.0, (long long)ns, (long long)T, ms, (double)(ns * T) / (ms * 1e-3));
+            fflush(stdout);
+        }
+        if (st == CLEF_OK && prec != P_BF16) {
+            int64_t seq[2] = {0, 2270};
+            clef_backend_cuda_profile(be, 1);
+            for (int r = 0; r < 2; r++)
+                qwen35_forward(m, state, 1, seq, ids, NULL);
+            printf("\nPer-op GPU time, %s %s, 1 x 2270 tokens (mean of 2 forwards):\n\n", is27 ? "27B" : "9B",
+                   prec_name[prec]);
+            clef_backend_cuda_profile_report(be, stdout, 2);
+            clef_backend_cuda_profile(be, 0);
+            printf("\n| model | precision | linear weights GiB | batch x tokens | ms (median of %d) | tokens/s |\n"
+                   "|---|---|---|---|---|---|\n", runs);
+        }
+        /* put the BF16 linears back */
+        for (int64_t i = 0; i < n_layers; i++) {
+            clef_matrix *lin[12];
+            int n = layer_linears(&m->w.layers[i], prec, lin);
+            for (int j = 0; j < n; j++) {
+                *lin[j] = saved[i * max_lin + j];
+                if (prec != P_BF16)
+                    qm_free(be, &qm[i * max_lin + j]);
+            }
+        }
+        if (st != CLEF_OK) {
+            fprintf(stderr, "forward bench (%s): %s\n", prec_name[prec], clef_last_error());
+            return 1;
+        }
+    }
+    size_t resident = 0, peak = 0;
+    clef_backend_cuda_memory(be, &resident, &peak);
+    printf("\nbackend device memory: resident %.2f GiB, peak %.2f GiB (BF16 model %.2f GiB loaded throughout)\n",
+           resident / 1073741824.0, peak / 1073741824.0, qwen35_weight_bytes(m) / 1073741824.0);
+    qwen35_state_free(state);
+    qwen35_free(m);
+    free(types), free(ids), free(times), free(saved), free(qm);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3 || (strcmp(argv[1], "gemm") && strcmp(argv[1], "forward")) ||
+        (strcmp(argv[2], "9b") && strcmp(argv[2], "27b"))) {
+        fprintf(stderr, "usage: bench_gpu_quant gemm 9b|27b [reps]\n"
+                        "       bench_gpu_quant forward 9b|27b [layers] [runs]\n");
+        return 2;
+    }
+    if (clef_backend_cuda_device_count() == 0) {
+        fprintf(stderr, "bench_gpu_quant: no CUDA device\n");
+        return 1;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const int is27 = !strcmp(argv[2], "27b");
+    clef_backend *be = NULL;
+    if (clef_backend_cuda_create(0, &be) != CLEF_OK) {
+        fprintf(stderr, "CUDA backend: %s\n", clef_last_error());
+        return 1;
+    }
+    double ceiling = 0;
+    if (clef_backend_cuda_gemm_ceiling(be, 8192, 8192, 8192, 20, &ceiling) == CLEF_OK)
+        printf("cuBLASLt bf16 GEMM ceiling (8192^3, median of 20): %.0f TFLOP/s\n", ceiling);
+    int rc;
+    if (!strcmp(argv[1], "gemm"))
+        rc = run_gemm(be, is27, argc > 3 ? atoi(argv[3]) : 10);
+    else
+        rc = run_forward(be, is27, argc > 3 ? atoll(argv[3]) : (is27 ? 64 : 32), argc > 4 ? atoi(argv[4]) : 5);
+    clef_backend_free(be);
+    return rc;
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# run_h200_quant.sh — what the quantized GEMMs of the CUDA backend must show, in one run on a
+# GPU machine: the checks against the CPU references and float64 (test_cuda_quant), the
+# quantized fixture releases on the GPU vs the CPU and the libraries (test_cuda_quant_model),
+# the GEMM bench at the 9B / 27B linear shapes (clef BF16 / FP8 / INT8 / NF4 in one table) with
+# PyTorch's GEMMs as the peer in the same call, and the whole backbone with its linears in each
+# precision. Logs go to LOG_DIR.
+#
+#   bench/gpu/run_h200_quant.sh BIN_DIR LOG_DIR [steps]
+#
+# BIN_DIR holds test_cuda_quant, test_cuda_quant_model and bench_gpu_quant (built with
+# -DCLEF_CUDA=ON) and, optionally, lib/ (shared libraries the GPU machine lacks). Run from the
+# repository root (the model test reads the quantized fixture releases); peer_torch_quant.py
+# is found beside this script. steps: any of test model gemm9 peer9 gemm27 peer27 fwd9 fwd27
+# (default: all), each optionally with a time limit in seconds, e.g. test:120 (default 600).
+# fwd27 runs 16 of the 27B's 64 layers (identical layers: 4 x its time is the whole model's).
+set -u -o pipefail
+BIN=$1
+LOG=$2
+shift 2
+STEPS=${*:-"test model gemm27 peer27 gemm9 peer9 fwd9 fwd27"}
+HERE=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$LOG"
+# cuBLASLt: the toolkit's, or the one PyTorch's wheels carry
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -e "$d/libcublasLt.so.13" ] && CUBLAS_DIR=$d && break
+done
+if [ -z "${CUBLAS_DIR:-}" ]; then
+  f=$(find / -name 'libcublasLt.so.13' -not -path '*/proc/*' 2>/dev/null | head -1)
+  CUBLAS_DIR=$(dirname "$f")
+fi
+export LD_LIBRARY_PATH="$BIN/lib:${CUBLAS_DIR}:${LD_LIBRARY_PATH:-}"
+nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm,driver_version --format=csv | tee "$LOG/gpu.txt"
+export PYTHONUNBUFFERED=1
+status=0
+for step in $STEPS; do
+  s=${step%%:*}
+  limit=600
+  [ "$s" != "$step" ] && limit=${step#*:}
+  T="timeout $limit"
+  echo "=== $s, limit ${limit}s ($(date -u +%T))"
+  case $s in
+    test) $T "$BIN/test_cuda_quant" 2>&1 | tee "$LOG/test_quant.log" | tail -n 45 ;;
+    model) $T "$BIN/test_cuda_quant_model" 2>&1 | tee "$LOG/test_quant_model.log" | tail -n 30 ;;
+    gemm9) $T "$BIN/bench_gpu_quant" gemm 9b 2>&1 | tee "$LOG/gemm_9b.log" ;;
+    gemm27) $T "$BIN/bench_gpu_quant" gemm 27b 2>&1 | tee "$LOG/gemm_27b.log" ;;
+    peer9) $T python3 "$HERE/peer_torch_quant.py" 9b 2>&1 | grep -v Warning | tee "$LOG/peer_9b.log" ;;
+    peer27) $T python3 "$HERE/peer_torch_quant.py" 27b 2>&1 | grep -v Warning | tee "$LOG/peer_27b.log" ;;
+    fwd9) $T "$BIN/bench_gpu_quant" forward 9b 32 3 2>&1 | tee "$LOG/fwd_9b.log" ;;
+    fwd27) $T "$BIN/bench_gpu_quant" forward 27b 16 3 2>&1 | tee "$LOG/fwd_27b.log" ;;
+    *) echo "unknown step $s"; status=2 ;;
+  esac
+  rc=${PIPESTATUS[0]}
+  [ "$rc" -ne 0 ] && echo "step $s exited $rc" && status=1
+done
+exit $status

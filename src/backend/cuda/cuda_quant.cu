@@ -1,0 +1,351 @@
+/*
+ * cuda_quant.cu — the CUDA backend's quantized formats, common parts: which formats the
+ * backend runs, the matmul dispatch to each format's file (cuda_quant_fp8.cu,
+ * cuda_quant_int8.cu, cuda_quant_nf4.cu), the per-backend state (scratch, cuBLASLt plans of
+ * the FP8 and INT8 GEMMs) and the scaling epilogues those GEMMs share.
+ */
+#include "backend/cuda/cuda_quant_internal.cuh"
+
+#include <stdlib.h>
+#include <string.h>
+
+int cuda_supports_format(clef_backend *be, clef_wtype t) {
+    (void)be;
+    return t == CLEF_WTYPE_F32 || t == CLEF_WTYPE_BF16 || t == CLEF_WTYPE_NF4 || t == CLEF_WTYPE_FP8_E4M3 ||
+           t == CLEF_WTYPE_INT8_CONVROT;
+}
+
+cuda_quant_state *cuda_quant_state_of(clef_backend *be) {
+    cuda_context *ctx = cuda_ctx(be);
+    if (!ctx->quant) {
+        ctx->quant = (cuda_quant_state *)calloc(1, sizeof(cuda_quant_state));
+        if (!ctx->quant)
+            CUDA_QUANT_FAIL(be, CLEF_ERR_OUT_OF_MEMORY, "CUDA quantized matmul: out of host memory");
+    }
+    return ctx->quant;
+}
+
+static void qplans_free(cuda_quant_state *st) {
+    for (int i = 0; i < CUDA_QPLANS; i++) {
+        cuda_qplan *p = &st->plans[i];
+        if (!p->used)
+            continue;
+        p->used = 0;
+        if (p->refused)
+            continue;
+        cublasLtMatrixLayoutDestroy(p->la);
+        cublasLtMatrixLayoutDestroy(p->lb);
+        cublasLtMatrixLayoutDestroy(p->lc);
+        cublasLtMatmulDescDestroy(p->desc);
+        p->used = 0;
+    }
+}
+
+void cuda_quant_free(cuda_context *ctx) {
+    cuda_quant_state *st = ctx->quant;
+    if (!st)
+        return;
+    qplans_free(st);
+    cudaFree(st->scratch);
+    for (int i = 0; i < 2; i++)
+        if (st->timer[i])
+            cudaEventDestroy(st->timer[i]);
+    free(st);
+    ctx->quant = NULL;
+}
+
+void *cuda_quant_scratch(clef_backend *be, void *scratch, size_t bytes) {
+    if (scratch)
+        return scratch;
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    if (!st)
+        return NULL;
+    if (bytes <= st->scratch_bytes)
+        return st->scratch;
+    cuda_context *ctx = cuda_ctx(be);
+    /* queued work may still read the old buffer */
+    cuda_record(be, cudaStreamSynchronize(ctx->stream), "synchronize before growing the quantized-matmul scratch");
+    cudaFree(st->scratch);
+    cuda_account(be, -(ptrdiff_t)st->scratch_bytes);
+    st->scratch = NULL, st->scratch_bytes = 0;
+    size_t want = bytes + bytes / 4; /* head room for a slightly longer next forward */
+    if (cuda_record(be, cudaMalloc(&st->scratch, want), "quantized-matmul scratch") != CLEF_OK)
+        return NULL;
+    st->scratch_bytes = want;
+    cuda_account(be, (ptrdiff_t)want);
+    return st->scratch;
+}
+
+static int ptr_align(const void *p) {
+    uintptr_t a = (uintptr_t)p;
+    int al = 256;
+    while (al > 1 && a % (uintptr_t)al)
+        al /= 2;
+    return al;
+}
+
+static int qplan_build(clef_backend *be, cuda_qplan *p) {
+    cuda_context *ctx = cuda_ctx(be);
+    const int is_int8 = p->kind == CUDA_QPLAN_INT8;
+    cudaDataType_t ab = is_int8 ? CUDA_R_8I : CUDA_R_8F_E4M3, cd = is_int8 ? CUDA_R_32I : CUDA_R_32F;
+    cublasComputeType_t compute = is_int8 ? CUBLAS_COMPUTE_32I : CUBLAS_COMPUTE_32F;
+    cublasOperation_t opT = CUBLAS_OP_T, opN = CUBLAS_OP_N;
+    int ok = cublasLtMatmulDescCreate(&p->desc, compute, cd) == CUBLAS_STATUS_SUCCESS;
+    ok = ok && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT) == CUBLAS_STATUS_SUCCESS;
+    ok = ok && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN) == CUBLAS_STATUS_SUCCESS;
+    if (p->kind == CUDA_QPLAN_FP8_OUTER) {
+        int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+        ok = ok && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode) == CUBLAS_STATUS_SUCCESS;
+        ok = ok && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode) == CUBLAS_STATUS_SUCCESS;
+    }
+    if (p->kind != CUDA_QPLAN_INT8) {
+        int8_t fast = 0; /* keep cuBLASLt's periodic promotion of the fp8 partial sums to fp32 */
+        ok = ok && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast) == CUBLAS_STATUS_SUCCESS;
+    }
+    ok = ok && cublasLtMatrixLayoutCreate(&p->la, ab, p->k, p->m, p->lda) == CUBLAS_STATUS_SUCCESS;
+    ok = ok && cublasLtMatrixLayoutCreate(&p->lb, ab, p->k, CUDA_QUANT_CANON_ROWS, p->ldb) == CUBLAS_STATUS_SUCCESS;
+    ok = ok && cublasLtMatrixLayoutCreate(&p->lc, cd, p->m, CUDA_QUANT_CANON_ROWS, p->ldc) == CUBLAS_STATUS_SUCCESS;
+    cublasLtMatmulPreference_t pref = NULL;
+    ok = ok && cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS;
+    if (ok) {
+        uint64_t ws = ctx->lt_workspace_bytes;
+        uint32_t aa = (uint32_t)p->align_a, ba = (uint32_t)p->align_b, ca = (uint32_t)p->align_c;
+        uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &no_reduction,
+                                             sizeof no_reduction);
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aa, sizeof aa);
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ba, sizeof ba);
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ca, sizeof ca);
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ca, sizeof ca);
+        cublasLtMatmulHeuristicResult_t res;
+        int found = 0;
+        ok = cublasLtMatmulAlgoGetHeuristic(ctx->lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &found) ==
+                 CUBLAS_STATUS_SUCCESS && found > 0;
+        if (ok)
+            p->algo = res.algo;
+    }
+    if (pref)
+        cublasLtMatmulPreferenceDestroy(pref);
+    return ok;
+}
+
+static void qplan_set_rows(cuda_qplan *p, int n) {
+    uint64_t cols = (uint64_t)n;
+    cublasLtMatrixLayoutSetAttribute(p->lb, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof cols);
+    cublasLtMatrixLayoutSetAttribute(p->lc, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof cols);
+    p->n = n;
+}
+
+cuda_qplan *cuda_qplan_get(clef_backend *be, int kind, int m, int n, int k, int lda, int ldb, int ldc,
+                           const void *a, const void *b, const void *c, int beta_one) {
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    if (!st)
+        return NULL;
+    cuda_qplan key;
+    memset(&key, 0, sizeof key);
+    key.used = 1, key.kind = kind, key.m = m, key.k = k, key.lda = lda, key.ldb = ldb, key.ldc = ldc;
+    key.align_a = ptr_align(a), key.align_b = ptr_align(b), key.align_c = ptr_align(c), key.beta_one = beta_one;
+    int slot = -1;
+    for (int i = 0; i < CUDA_QPLANS; i++) {
+        cuda_qplan *p = &st->plans[i];
+        if (!p->used) {
+            if (slot < 0)
+                slot = i;
+            continue;
+        }
+        if (p->kind == kind && p->m == m && p->k == k && p->lda == lda && p->ldb == ldb && p->ldc == ldc &&
+            p->align_a == key.align_a && p->align_b == key.align_b && p->align_c == key.align_c &&
+            p->beta_one == beta_one) {
+            if (p->refused)
+                return NULL;
+            if (p->n != n)
+                qplan_set_rows(p, n); /* same algorithm, this call's row count */
+            return p;
+        }
+    }
+    if (slot < 0) { /* table full: start over (the shapes of one model fit easily) */
+        qplans_free(st);
+        slot = 0;
+    }
+    cuda_qplan *p = &st->plans[slot];
+    *p = key;
+    if (!qplan_build(be, p)) {
+        if (p->la) cublasLtMatrixLayoutDestroy(p->la);
+        if (p->lb) cublasLtMatrixLayoutDestroy(p->lb);
+        if (p->lc) cublasLtMatrixLayoutDestroy(p->lc);
+        if (p->desc) cublasLtMatmulDescDestroy(p->desc);
+        memset(p, 0, sizeof *p);
+        *p = key;
+        p->la = p->lb = p->lc = NULL, p->desc = NULL;
+        p->refused = 1; /* remembered, so the heuristic is not asked again for these layouts */
+        return NULL;
+    }
+    qplan_set_rows(p, n);
+    return p;
+}
+
+/* ---- epilogues ------------------------------------------------------------------------------ */
+
+/* grid: x over the N output features, y over rows (grid-stride): no 64-bit division */
+__global__ void k_epilogue_i32(int64_t T, int64_t N, const int32_t *acc, int64_t ldacc, const float *sx,
+                               const float *sw, const float *bias, float *y, int64_t ldy, int accumulate) {
+    const int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (n >= N)
+        return;
+    const float swn = sw[n], bn = bias ? bias[n] : 0.0f;
+    for (int64_t t = blockIdx.y; t < T; t += gridDim.y) {
+        float v = __fmul_rn(__int2float_rn(acc[t * ldacc + n]), __fmul_rn(sx[t], swn));
+        if (bias)
+            v = __fadd_rn(v, bn);
+        float *out = y + t * ldy + n;
+        *out = accumulate ? __fadd_rn(*out, v) : v;
+    }
+}
+
+__global__ void k_epilogue_f32(int64_t T, int64_t N, const float *acc, int64_t ldacc, const float *sx,
+                               const float *sw, const float *bias, float *y, int64_t ldy, int accumulate) {
+    const int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (n >= N)
+        return;
+    const float swn = sw[n], bn = bias ? bias[n] : 0.0f;
+    for (int64_t t = blockIdx.y; t < T; t += gridDim.y) {
+        float v = __fmul_rn(__fmul_rn(acc[t * ldacc + n], sx[t]), swn);
+        if (bias)
+            v = __fadd_rn(v, bn);
+        float *out = y + t * ldy + n;
+        *out = accumulate ? __fadd_rn(*out, v) : v;
+    }
+}
+
+dim3 cuda_quant_rows_grid(int64_t T, int64_t N, int threads) {
+    return dim3(cuda_blocks(N, threads), (unsigned)(T < 65535 ? T : 65535));
+}
+
+void cuda_quant_epilogue_i32(clef_backend *be, int64_t T, int64_t N, const int32_t *acc, int64_t ldacc,
+                             const float *sx, const float *sw, const float *bias, float *y, int64_t ldy,
+                             int accumulate) {
+    k_epilogue_i32<<<cuda_quant_rows_grid(T, N, 256), 256, 0, cuda_ctx(be)->stream>>>(T, N, acc, ldacc, sx, sw, bias, y, ldy,
+                                                                               accumulate);
+    CUDA_CHECK_LAUNCH(be, "int8 scaling epilogue kernel");
+}
+
+void cuda_quant_epilogue_f32(clef_backend *be, int64_t T, int64_t N, const float *acc, int64_t ldacc,
+                             const float *sx, const float *sw, const float *bias, float *y, int64_t ldy,
+                             int accumulate) {
+    k_epilogue_f32<<<cuda_quant_rows_grid(T, N, 256), 256, 0, cuda_ctx(be)->stream>>>(T, N, acc, ldacc, sx, sw, bias, y, ldy,
+                                                                               accumulate);
+    CUDA_CHECK_LAUNCH(be, "fp8 scaling epilogue kernel");
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------- */
+
+void cuda_quant_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
+                       const float *bias, float *y, int64_t ldy, int accumulate, void *scratch) {
+    if (cuda_ctx(be)->status != CLEF_OK || T <= 0)
+        return;
+    if (w->ld != w->cols) {
+        CUDA_QUANT_FAIL(be, CLEF_ERR_UNSUPPORTED, "CUDA matmul: %s matrix with ld %lld != cols %lld",
+                        clef_wtype_name(w->type), (long long)w->ld, (long long)w->cols);
+        return;
+    }
+    switch (w->type) {
+    case CLEF_WTYPE_FP8_E4M3:
+        cuda_fp8_matmul(be, T, x, ldx, w, bias, y, ldy, accumulate, scratch);
+        break;
+    case CLEF_WTYPE_INT8_CONVROT:
+        cuda_int8_matmul(be, T, x, ldx, w, bias, y, ldy, accumulate, scratch);
+        break;
+    case CLEF_WTYPE_NF4:
+        cuda_nf4_matmul(be, T, x, ldx, w, bias, y, ldy, accumulate, scratch);
+        break;
+    default:
+        CUDA_QUANT_FAIL(be, CLEF_ERR_UNSUPPORTED, "CUDA matmul: weight type %s is not supported",
+                        clef_wtype_name(w->type));
+    }
+}
+
+size_t cuda_quant_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w) {
+    (void)be;
+    switch (w->type) {
+    case CLEF_WTYPE_FP8_E4M3: return cuda_fp8_workspace_size(T, w);
+    case CLEF_WTYPE_INT8_CONVROT: return cuda_int8_workspace_size(T, w);
+    case CLEF_WTYPE_NF4: return cuda_nf4_workspace_size(T, w);
+    default: return 0;
+    }
+}
+
+extern "C" void clef_backend_cuda_set_convrot_exact(clef_backend *be, int on) {
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    if (st)
+        st->convrot_exact = on != 0;
+}
+
+extern "C" void clef_backend_cuda_set_fp8_epilogue(clef_backend *be, int on) {
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    if (st)
+        st->fp8_force_epilogue = on != 0;
+}
+
+extern "C" const char *clef_cuda_fp8_gemm_path(clef_backend *be) {
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    if (!st || (!st->fp8_outer_calls && !st->fp8_epilogue_calls))
+        return "untried";
+    return st->fp8_outer_calls && st->fp8_epilogue_calls ? "outer-vector and epilogue"
+           : st->fp8_outer_calls                         ? "outer-vector"
+                                                         : "epilogue";
+}
+
+/* ---- bench support ---------------------------------------------------------------------------- */
+
+__global__ void k_fill_codes(uint8_t *dst, size_t n, uint64_t seed, int type) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint64_t z = seed + 0x9e3779b97f4a7c15ull * (i + 1); /* splitmix64 of the index */
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        uint8_t b = (uint8_t)z;
+        if (type == CLEF_WTYPE_FP8_E4M3) /* magnitude codes 0x00..0x7e (0x7f is NaN), either sign */
+            b = (uint8_t)(((z >> 8) % 0x7f) | (b & 0x80));
+        else if (type == CLEF_WTYPE_INT8_CONVROT) /* [-127, 127] */
+            b = (uint8_t)(int8_t)((int)((z >> 8) % 255) - 127);
+        dst[i] = b;
+    }
+}
+
+__global__ void k_fill_f32(float *dst, size_t n, float value) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = value;
+}
+
+extern "C" int clef_cuda_fill_random_codes(clef_backend *be, clef_wtype t, void *dst, size_t bytes, uint64_t seed) {
+    k_fill_codes<<<4096, 256, 0, cuda_ctx(be)->stream>>>((uint8_t *)dst, bytes, seed, (int)t);
+    return CUDA_CHECK_LAUNCH(be, "random codes kernel");
+}
+
+extern "C" int clef_cuda_fill_f32(clef_backend *be, float *dst, size_t n, float value) {
+    k_fill_f32<<<1024, 256, 0, cuda_ctx(be)->stream>>>(dst, n, value);
+    return CUDA_CHECK_LAUNCH(be, "fill kernel");
+}
+
+extern "C" void clef_cuda_timer_start(clef_backend *be) {
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    if (!st)
+        return;
+    for (int i = 0; i < 2; i++)
+        if (!st->timer[i])
+            cuda_record(be, cudaEventCreate(&st->timer[i]), "timer event");
+    cuda_record(be, cudaEventRecord(st->timer[0], cuda_ctx(be)->stream), "timer start");
+}
+
+extern "C" double clef_cuda_timer_stop(clef_backend *be) {
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    if (!st || !st->timer[0] || !st->timer[1])
+        return -1.0;
+    float ms = -1.0f;
+    if (cuda_record(be, cudaEventRecord(st->timer[1], cuda_ctx(be)->stream), "timer stop") != CLEF_OK ||
+        cuda_record(be, cudaEventSynchronize(st->timer[1]), "timer wait") != CLEF_OK ||
+        cuda_record(be, cudaEventElapsedTime(&ms, st->timer[0], st->timer[1]), "timer read") != CLEF_OK)
+        return -1.0;
+    return ms;
+}

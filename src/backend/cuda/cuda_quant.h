@@ -1,0 +1,93 @@
+/*
+ * cuda_quant.h — the quantized weight formats on the CUDA backend (NF4, FP8 W8A8, INT8
+ * ConvRot): what the backend's matmul runs for them, and the pieces of those matmuls exposed
+ * on their own so the GPU tests can hold each step to its CPU reference and the bench can
+ * time each step. Plain C interface (callable from C11); only CLEF_CUDA builds have it.
+ *
+ * clef_matmul on a quantized matrix (weights stay at their stored size in device memory):
+ *  - FP8_E4M3 (W8A8): the fp32 activation rows are quantized per token to e4m3 by one kernel
+ *    (compressed-tensors' dynamic quantizer in fp32, bit-identical to
+ *    clef_fp8_quantize_tokens with CLEF_QUANT_ACT_F32), then cuBLASLt multiplies e4m3 x e4m3
+ *    with fp32 accumulation (no fast accumulation) and applies s_t x s_w[n] in its epilogue
+ *    (outer-vector scaling, CUDA >= 12.9 on sm_90). For layouts cuBLASLt refuses that mode
+ *    for, the product is written unscaled and a kernel applies acc * s_t * s_w (the CPU
+ *    reference's order); for layouts it refuses altogether, a CUDA-core kernel sums the
+ *    products in fp32, k ascending (clef_fp8_gemm_ref's bits); clef_cuda_fp8_gemm_path
+ *    says which ran. This is true W8A8 arithmetic; the CPU
+ *    backend runs compressed-tensors' QDQ form (docs/quant.md, "FP8: W8A8 or QDQ").
+ *  - INT8_CONVROT: one kernel per token rotates each 256-group (the fast Hadamard butterfly,
+ *    bit-identical to clef_convrot_quantize_tokens_fast, or with
+ *    clef_backend_cuda_set_convrot_exact the dense product in torch's summation order,
+ *    bit-identical to clef_convrot_quantize_tokens) and quantizes to int8; cuBLASLt's int8
+ *    GEMM accumulates in int32 (exact: the same integers as the CPU; a dp4a kernel for the
+ *    layouts cuBLASLt refuses, such as output counts not a multiple of 4); a kernel applies
+ *    float(acc) * (s_t * s_w[n]) (+ bias) exactly as clef_int8_matmul_rows does.
+ *  - NF4: a kernel dequantizes the weight to bf16 (bit-identical to clef_nf4_dequant_bf16:
+ *    bitsandbytes' bf16 weights) into the matmul's scratch, then the BF16 path runs (the
+ *    activations rounded to bf16, cuBLASLt bf16 x bf16 with fp32 accumulation). The weight
+ *    stays 4-bit resident; the bf16 copy lives only in scratch, one matrix at a time.
+ *
+ * The functions below queue work on be's stream (device pointers; nothing is synchronized);
+ * a failure is recorded on the backend and reported by the next clef_backend_synchronize.
+ */
+#ifndef CLEF_BACKEND_CUDA_QUANT_H
+#define CLEF_BACKEND_CUDA_QUANT_H
+
+#include "backend/backend.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Per-token FP8 quantization of x[T, K] (row stride ldx): q[T, K] e4m3 (dense), scale[T]. */
+void clef_cuda_fp8_quantize_tokens(clef_backend *be, int64_t T, int64_t K, const float *x,
+                                   int64_t ldx, uint8_t *q, float *scale);
+
+/* Per-token ConvRot quantization of x[T, K]: each `group` (256, or 0 = no rotation) of a row
+ * rotated by H256, then int8 codes q[T, K] (dense) and scale[T]. static_scale (device, [1])
+ * or NULL: a release's static input_scale replaces the dynamic per-token one. exact: 1 = the
+ * dense rotation in torch's order (256 adds per element: for parity runs), 0 = the butterfly. */
+void clef_cuda_convrot_quantize_tokens(clef_backend *be, int64_t T, int64_t K, const float *x,
+                                       int64_t ldx, int64_t group, const float *static_scale,
+                                       int exact, int8_t *q, float *scale);
+
+/* acc[t, n] = sum_k qx[t, k] * qw[n, k] in int32 (cuBLASLt IMMA), acc row stride ldacc
+ * (a multiple of 4, >= N); K a multiple of 4. */
+void clef_cuda_int8_gemm_i32(clef_backend *be, int64_t T, int64_t N, int64_t K, const int8_t *qx,
+                             const int8_t *qw, int32_t *acc, int64_t ldacc);
+
+/* The NF4 matrix w (a slice keeps its quant_row0) dequantized to bf16 bits, out[rows, cols]. */
+void clef_cuda_nf4_dequant_bf16(clef_backend *be, const clef_matrix *w, uint16_t *out);
+
+/* on = 1: INT8 ConvRot matmuls rotate in torch's summation order (the CPU backend's and
+ * comfy-kitchen's rounding; slower), 0 (default): the butterfly. */
+void clef_backend_cuda_set_convrot_exact(clef_backend *be, int on);
+
+/* on = 1: FP8 matmuls take the epilogue path (unscaled fp32 product, then the scaling
+ * kernel) even where cuBLASLt runs outer-vector scaling: for tests and benches. */
+void clef_backend_cuda_set_fp8_epilogue(clef_backend *be, int on);
+
+/* Which FP8 paths this backend's matmuls have taken so far: "outer-vector" (cuBLASLt applies
+ * s_t x s_w), "epilogue" (an fp32 product and the scaling kernel: layouts cuBLASLt refuses
+ * outer-vector scaling for, or forced), both, or "untried". */
+const char *clef_cuda_fp8_gemm_path(clef_backend *be);
+
+/* Bench support: random codes of format t at dst (bytes of device memory), never NaN:
+ * FP8_E4M3 finite e4m3 codes of either sign, INT8_CONVROT int8 in [-127, 127], NF4 any
+ * nibbles (and any other bytes, such as NF4 absmax codes). Returns a clef_status. */
+int clef_cuda_fill_random_codes(clef_backend *be, clef_wtype t, void *dst, size_t bytes, uint64_t seed);
+/* n floats at dst set to value (scales, code tables of a bench's weights). */
+int clef_cuda_fill_f32(clef_backend *be, float *dst, size_t n, float value);
+
+/* Bench support: CUDA events on be's stream around the work queued between start and stop;
+ * stop waits for it and returns its milliseconds (negative on a failure). */
+void clef_cuda_timer_start(clef_backend *be);
+double clef_cuda_timer_stop(clef_backend *be);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLEF_BACKEND_CUDA_QUANT_H */

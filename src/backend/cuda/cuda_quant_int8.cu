@@ -1,0 +1,99 @@
+/*
+ * cuda_quant_int8.cu — INT8 ConvRot matmul (comfy-kitchen int8_tensorwise + convrot weights):
+ * the activations rotated and quantized per token (cuda_quant_act.cu), int8 x int8 -> int32
+ * through cuBLASLt (IMMA; exact, so the accumulations are the CPU's integers whatever the
+ * kernel's order), then cuda_quant_epilogue_i32: y = float(acc) * (s_t * s_w[n]) (+ bias),
+ * the CPU's clef_int8_matmul_rows bit for bit.
+ *
+ * cuBLASLt runs int8 on sm_90 with an Ampere-generation kernel, at about the BF16 rate, not
+ * the FP8 one (docs/cuda.md): the int32 product also makes a round trip through memory. A
+ * wgmma kernel with the epilogue fused is the way to the FP8 rate; not written yet. Layouts
+ * cuBLASLt has no int8 algorithm for run on a dp4a CUDA-core kernel (exact too, slow).
+ *
+ * Layouts as in cuda_matmul.cu (TN: the only int8 layout cuBLASLt runs without its special
+ * orderings): W [N, K] = column-major K x N (op T), codes [T, K] = K x T, int32 products
+ * [rows, ldacc] = column-major N x rows with ldacc = N rounded up to 4.
+ * Scratch: codes [T, K] | scales [T] | int32 products [chunk, ldacc].
+ */
+#include "backend/cuda/cuda_quant_internal.cuh"
+
+static int64_t acc_ld(int64_t N) { return (N + 3) / 4 * 4; }
+static size_t int8_codes_bytes(int64_t T, int64_t K) { return cuda_quant_align((size_t)(T * K)); }
+static size_t int8_scales_bytes(int64_t T) { return cuda_quant_align(sizeof(float) * (size_t)T); }
+
+size_t cuda_int8_workspace_size(int64_t T, const clef_matrix *w) {
+    int64_t ld = acc_ld(w->rows), chunk = cuda_quant_chunk_rows(ld, sizeof(int32_t)); /* >= any even chunk */
+    return int8_codes_bytes(T, w->cols) + int8_scales_bytes(T) +
+           cuda_quant_align(sizeof(int32_t) * (size_t)((T < chunk ? T : chunk) * ld));
+}
+
+/* dp4a: four int8 products added to an int32 per instruction; exact in any order */
+__global__ void k_int8_gemm_simple(int64_t T, int64_t N, int64_t K, const int8_t *qx, const int8_t *qw, int32_t *acc,
+                                   int64_t ldacc) {
+    const int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (n >= N)
+        return;
+    for (int64_t t = blockIdx.y; t < T; t += gridDim.y) {
+        const int *a = (const int *)(qx + t * K), *b = (const int *)(qw + n * K);
+        int s = 0;
+        for (int64_t k = 0; k < K / 4; k++)
+            s = __dp4a(a[k], b[k], s);
+        acc[t * ldacc + n] = s;
+    }
+}
+
+void cuda_int8_gemm_simple(clef_backend *be, int64_t T, int64_t N, int64_t K, const int8_t *qx, const int8_t *qw,
+                           int32_t *acc, int64_t ldacc) {
+    k_int8_gemm_simple<<<cuda_quant_rows_grid(T, N, 128), 128, 0, cuda_ctx(be)->stream>>>(T, N, K, qx, qw, acc, ldacc);
+    CUDA_CHECK_LAUNCH(be, "int8 CUDA-core GEMM kernel");
+}
+
+extern "C" void clef_cuda_int8_gemm_i32(clef_backend *be, int64_t T, int64_t N, int64_t K, const int8_t *qx,
+                                        const int8_t *qw, int32_t *acc, int64_t ldacc) {
+    cuda_context *ctx = cuda_ctx(be);
+    if (ctx->status != CLEF_OK || T <= 0)
+        return;
+    if (K % 4 != 0 || ldacc % 4 != 0 || ldacc < N) {
+        CUDA_QUANT_FAIL(be, CLEF_ERR_UNSUPPORTED, "CUDA int8 GEMM: K %lld and ldacc %lld must be multiples of 4",
+                        (long long)K, (long long)ldacc);
+        return;
+    }
+    cuda_qplan *p = cuda_qplan_get(be, CUDA_QPLAN_INT8, (int)N, (int)T, (int)K, (int)K, (int)K, (int)ldacc, qw, qx,
+                                   acc, 0);
+    cublasStatus_t s = CUBLAS_STATUS_NOT_SUPPORTED;
+    if (p) {
+        const int32_t alpha = 1, beta = 0;
+        s = cublasLtMatmul(ctx->lt, p->desc, &alpha, qw, p->la, qx, p->lb, &beta, acc, p->lc, acc, p->lc, &p->algo,
+                           ctx->lt_workspace, ctx->lt_workspace_bytes, ctx->stream);
+    }
+    if (s != CUBLAS_STATUS_SUCCESS) /* a layout cuBLASLt has no int8 algorithm for */
+        cuda_int8_gemm_simple(be, T, N, K, qx, qw, acc, ldacc);
+}
+
+void cuda_int8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
+                      const float *bias, float *y, int64_t ldy, int accumulate, void *scratch) {
+    cuda_context *ctx = cuda_ctx(be);
+    const int64_t N = w->rows, K = w->cols, ld = acc_ld(N);
+    const int64_t chunk = cuda_quant_even_chunk(T, cuda_quant_chunk_rows(ld, sizeof(int32_t)));
+    const clef_quant_int8_convrot *q = &w->quant->u.int8_convrot;
+    if (K % 4 != 0) {
+        CUDA_QUANT_FAIL(be, CLEF_ERR_UNSUPPORTED, "CUDA INT8 matmul: %lld input features (need a multiple of 4)",
+                        (long long)K);
+        return;
+    }
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    char *ws = (char *)cuda_quant_scratch(be, scratch, cuda_int8_workspace_size(T, w));
+    if (!st || !ws)
+        return;
+    int8_t *qx = (int8_t *)ws;
+    float *sx = (float *)(ws + int8_codes_bytes(T, K));
+    int32_t *acc = (int32_t *)(ws + int8_codes_bytes(T, K) + int8_scales_bytes(T));
+    clef_cuda_convrot_quantize_tokens(be, T, K, x, ldx, q->rotation_group, q->input_scale, st->convrot_exact, qx, sx);
+    const float *sw = q->weight_scale + w->quant_row0;
+    for (int64_t t0 = 0; t0 < T && ctx->status == CLEF_OK; t0 += chunk) {
+        int64_t rows = T - t0 < chunk ? T - t0 : chunk;
+        clef_cuda_int8_gemm_i32(be, rows, N, K, qx + t0 * K, (const int8_t *)w->data, acc, ld);
+        if (ctx->status == CLEF_OK)
+            cuda_quant_epilogue_i32(be, rows, N, acc, ld, sx + t0, sw, bias, y + t0 * ldy, ldy, accumulate);
+    }
+}

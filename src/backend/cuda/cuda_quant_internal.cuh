@@ -1,0 +1,126 @@
+/*
+ * cuda_quant_internal.cuh — what the quantized-format files of the CUDA backend
+ * (cuda_quant*.cu) share: their per-backend state (scratch grown on demand, cached cuBLASLt
+ * plans of the FP8 and INT8 GEMMs, the ConvRot rotation mode), the plan cache, the scaling
+ * epilogues, and each format's matmul entry point for the dispatch in cuda_quant.cu.
+ *
+ * Plans, as for the BF16 GEMMs (cuda_matmul.cu): chosen once per weight shape for a canonical
+ * row count with no split-K reduction and reused for every T, so a row's result does not
+ * depend on what else is in the batch.
+ */
+#ifndef CLEF_BACKEND_CUDA_QUANT_INTERNAL_CUH
+#define CLEF_BACKEND_CUDA_QUANT_INTERNAL_CUH
+
+#include "backend/cuda/cuda_internal.cuh"
+#include "backend/cuda/cuda_quant.h"
+
+/* Rows every cached plan is chosen for. */
+#define CUDA_QUANT_CANON_ROWS 2048
+/* Bytes of the product buffer of the GEMMs that need one (INT8's int32, FP8's fallback
+ * fp32): the rows are done in chunks of at most this many bytes of output. */
+#define CUDA_QUANT_PRODUCT_BYTES ((size_t)128 << 20)
+
+typedef enum cuda_qplan_kind {
+    CUDA_QPLAN_FP8_OUTER = 1, /* e4m3 x e4m3 -> fp32, outer-vector scales */
+    CUDA_QPLAN_FP8_PLAIN,     /* e4m3 x e4m3 -> fp32, unscaled */
+    CUDA_QPLAN_INT8,          /* int8 x int8 -> int32 */
+} cuda_qplan_kind;
+
+typedef struct cuda_qplan {
+    int used, kind, m, n, k, lda, ldb, ldc, align_a, align_b, align_c, beta_one;
+    int refused;              /* 1: cuBLASLt has no algorithm for these layouts (or refused a call) */
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulAlgo_t algo;
+} cuda_qplan;
+
+#define CUDA_QPLANS 64
+
+typedef struct cuda_quant_state {
+    void *scratch;            /* the formats' own scratch when the caller passes none */
+    size_t scratch_bytes;
+    int64_t fp8_outer_calls;  /* FP8 matmuls scaled by cuBLASLt (outer-vector) */
+    int64_t fp8_epilogue_calls; /* ... by the epilogue kernel (refused layouts, or forced) */
+    int fp8_force_epilogue;   /* clef_backend_cuda_set_fp8_epilogue */
+    int convrot_exact;        /* clef_backend_cuda_set_convrot_exact */
+    cudaEvent_t timer[2];     /* clef_cuda_timer_start / stop, made on first use */
+    cuda_qplan plans[CUDA_QPLANS];
+} cuda_quant_state;
+
+/* The backend's quant state, made on first use; NULL (status recorded) if out of memory. */
+cuda_quant_state *cuda_quant_state_of(clef_backend *be);
+/* Free it (cuda_backend.cu's free; accepts a context without one). */
+void cuda_quant_free(cuda_context *ctx);
+/* scratch if the caller gave one, else the state's own, grown to `bytes`; NULL on failure. */
+void *cuda_quant_scratch(clef_backend *be, void *scratch, size_t bytes);
+
+/* The cached plan for these layouts (rows n this call), made on first use; NULL if
+ * cuBLASLt has none for them (remembered: asked once per layout). a, b, c give the pointer
+ * alignments. */
+cuda_qplan *cuda_qplan_get(clef_backend *be, int kind, int m, int n, int k, int lda, int ldb, int ldc,
+                           const void *a, const void *b, const void *c, int beta_one);
+
+/* Rows per chunk when T rows are done in chunks of at most max_rows: as even as possible (a
+ * last chunk of a few rows would run the GEMM at a fraction of its rate). */
+static inline int64_t cuda_quant_even_chunk(int64_t T, int64_t max_rows) {
+    int64_t n_chunks = (T + max_rows - 1) / max_rows;
+    return n_chunks <= 1 ? T : (T + n_chunks - 1) / n_chunks;
+}
+
+/* Byte offsets in a scratch buffer: each piece starts 256-byte aligned. */
+static inline size_t cuda_quant_align(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
+
+/* Rows of output per product chunk for N output features of elem_bytes each. */
+static inline int64_t cuda_quant_chunk_rows(int64_t N, size_t elem_bytes) {
+    int64_t r = (int64_t)(CUDA_QUANT_PRODUCT_BYTES / ((size_t)N * elem_bytes));
+    return r < 1 ? 1 : r;
+}
+
+/* The launch grid of a kernel over T rows x N columns: x over columns, y over rows (the
+ * kernel strides by gridDim.y past 65,535 rows). */
+dim3 cuda_quant_rows_grid(int64_t T, int64_t N, int threads);
+
+/* y[t, n] = (accumulate ? y : 0) + (v + bias[n]) over T x N with
+ *   int32 products: v = float(acc) * (sx[t] * sw[n])     (clef_int8_matmul_rows)
+ *   fp32 products:  v = acc * sx[t] * sw[n]              (clef_fp8_gemm_ref's order)
+ * No fused multiply-adds: the CPU's bits for the same acc. */
+void cuda_quant_epilogue_i32(clef_backend *be, int64_t T, int64_t N, const int32_t *acc, int64_t ldacc,
+                             const float *sx, const float *sw, const float *bias, float *y, int64_t ldy,
+                             int accumulate);
+void cuda_quant_epilogue_f32(clef_backend *be, int64_t T, int64_t N, const float *acc, int64_t ldacc,
+                             const float *sx, const float *sw, const float *bias, float *y, int64_t ldy,
+                             int accumulate);
+
+/* CUDA-core GEMMs for the layouts cuBLASLt refuses (odd output counts or leading
+ * dimensions): one thread per output, k ascending. FP8: fp32 products of the decoded codes
+ * (exact) summed in fp32, the bits of clef_fp8_gemm_ref before scaling; INT8: dp4a, exact. */
+void cuda_fp8_gemm_simple(clef_backend *be, int64_t T, int64_t N, int64_t K, const uint8_t *qx, const uint8_t *qw,
+                          float *prod, int64_t ldprod);
+void cuda_int8_gemm_simple(clef_backend *be, int64_t T, int64_t N, int64_t K, const int8_t *qx, const int8_t *qw,
+                           int32_t *acc, int64_t ldacc);
+
+/* Each format's matmul (backend.h's contract) and the scratch it needs for T rows. */
+void cuda_fp8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
+                     const float *bias, float *y, int64_t ldy, int accumulate, void *scratch);
+size_t cuda_fp8_workspace_size(int64_t T, const clef_matrix *w);
+void cuda_int8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
+                      const float *bias, float *y, int64_t ldy, int accumulate, void *scratch);
+size_t cuda_int8_workspace_size(int64_t T, const clef_matrix *w);
+void cuda_nf4_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
+                     const float *bias, float *y, int64_t ldy, int accumulate, void *scratch);
+size_t cuda_nf4_workspace_size(int64_t T, const clef_matrix *w);
+
+/* Dispatch (cuda_quant.cu), wired into the op table and cuda_matmul. */
+int cuda_supports_format(clef_backend *be, clef_wtype t);
+void cuda_quant_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
+                       const float *bias, float *y, int64_t ldy, int accumulate, void *scratch);
+size_t cuda_quant_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w);
+
+/* Record a failure of this op as the backend's status (first one kept), with a message. */
+#define CUDA_QUANT_FAIL(be, code, ...)                                                 \
+    do {                                                                               \
+        if (cuda_ctx(be)->status == CLEF_OK)                                           \
+            cuda_ctx(be)->status = clef_fail((code), __VA_ARGS__);                     \
+    } while (0)
+
+#endif /* CLEF_BACKEND_CUDA_QUANT_INTERNAL_CUH */

@@ -1,0 +1,487 @@
+/*
+ * test_cuda_quant.c — the quantized matmuls of the CUDA backend (FP8 W8A8, INT8 ConvRot,
+ * NF4; src/backend/cuda/cuda_quant*.cu) against the CPU references of the same arithmetic
+ * (src/quant/) and a float64 reference of each GPU path's own arithmetic, on random shapes,
+ * row slices (quant_row0), padded leading dimensions, bias and accumulate. Outputs are
+ * poisoned (NaN) first, so an unwritten element fails. What each check holds:
+ *
+ *  FP8   the activation quantizer (codes and scales) bit-identical to clef_fp8_quantize_tokens
+ *        (fp32). The GEMM, on both paths (cuBLASLt outer-vector scaling, and the epilogue
+ *        path), vs float64 of its own arithmetic, y = (sum_k qx qw) s_t s_w (+ y0 + bias):
+ *        relative L2 <= 5e-3 and per element |err| <= 2^-6 sum_k |qx qw| s_t s_w
+ *        + 2^-21 (|y| + |y0| + |bias|). Why that wide: Hopper's fp8 tensor cores add the
+ *        products of one MMA (k = 32) to their running sum keeping about 14 bits, aligned to
+ *        the largest term (DeepSeek-V3's measurement), and cuBLASLt (fast accumulation off)
+ *        promotes that partial sum to fp32 after at most 4 MMAs: per element at most
+ *        4 x 33 x 2^-13 of the magnitude sum of <= 128 products, so 2^-6 of sum |qx qw|;
+ *        rounding errors of random sign make the relative L2 about 2^-14 x sqrt(128), ~1e-3
+ *        at most. An indexing or scaling bug errs by O(1). Printed beside it: the difference
+ *        from the CPU's fp32 W8A8 reference (clef_fp8_gemm_ref) and from the CPU backend's
+ *        QDQ form (compressed-tensors' forward, docs/quant.md), which is a different
+ *        arithmetic (the operands' rounding: ~1e-3..1e-2 apart). A row computed alone equals
+ *        the same row in the batch, bit for bit.
+ *  INT8  the quantizer bit-identical to clef_convrot_quantize_tokens_fast (butterfly) and, in
+ *        exact mode, to clef_convrot_quantize_tokens (torch's order, the CPU backend's); the
+ *        int32 accumulations equal the CPU's integer dot products exactly; the whole matmul
+ *        bit-identical to clef_int8_matmul_rows on the same codes (butterfly) and to the CPU
+ *        backend's matmul (exact mode); vs float64 of its arithmetic: relative L2 <= 1e-6
+ *        (two fp32 roundings in the epilogue). A static input_scale: codes as computed here.
+ *  NF4   the dequantized weights bit-identical to clef_nf4_dequant_bf16 (double quant and
+ *        plain absmax); the matmul vs float64 of bf16(x) . W_bf16: relative L2 <= 1e-5 (fp32
+ *        accumulation, the BF16 path's bound); vs the CPU backend (fp32 x, fp32(code x
+ *        absmax) weights): <= 1e-2 (x and W each rounded to bf16: <= 2^-9 per element).
+ * Exits 77 (ctest: SKIPPED) when no GPU is visible.
+ */
+#include "backend/cuda/cuda_quant.h"
+#include "clef.h"
+#include "gpu_test_util.h"
+#include "quant/fp8.h"
+#include "quant/hadamard.h"
+#include "quant/int8_convrot.h"
+#include "quant/nf4.h"
+#include "quant/quant_matmul.h"
+#include "test.h"
+
+#include <stdio.h>
+
+static clef_backend *cpu, *gpu;
+
+#define POISON(p, n) for (size_t i_ = 0; i_ < (size_t)(n); i_++) (p)[i_] = NAN
+
+static float *fmalloc(size_t n) { return malloc(sizeof(float) * (n ? n : 1)); }
+
+static void sync_read(void *host, const void *dev, size_t bytes) {
+    CHECK_EQ_INT(clef_backend_synchronize(gpu), CLEF_OK);
+    CHECK_EQ_INT(clef_backend_read(gpu, host, dev, bytes), CLEF_OK);
+}
+
+/* relative L2 of a [T, ld] result's first N columns against a dense [T, N] double reference */
+static double rel_l2_vs64(const float *y, int64_t ldy, const double *ref, int64_t T, int64_t N) {
+    double num = 0, den = 0;
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t n = 0; n < N; n++) {
+            double v = y[t * ldy + n];
+            if (isnan(v))
+                return INFINITY;
+            double d = v - ref[t * N + n];
+            num += d * d, den += ref[t * N + n] * ref[t * N + n];
+        }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static double rel_l2_ld(const float *a, const float *b, int64_t ld, int64_t T, int64_t N) {
+    double num = 0, den = 0;
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t n = 0; n < N; n++) {
+            double x = a[t * ld + n], r = b[t * ld + n];
+            if (isnan(x) || isnan(r))
+                return INFINITY;
+            num += (x - r) * (x - r), den += r * r;
+        }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* Rows of activations with the cases quantizers care about: a zero row (the epsilon / floor
+ * scale), a row with one large outlier, ordinary N(0, 1) rows. */
+static float *make_x(int64_t T, int64_t ldx) {
+    float *x = fmalloc((size_t)(T * ldx));
+    fill_normal(x, (size_t)(T * ldx), 1.0f);
+    if (T > 2) {
+        for (int64_t k = 0; k < ldx; k++)
+            x[k] = 0.0f;
+        x[ldx + 3] = 300.0f;
+    }
+    return x;
+}
+
+/* ---- FP8 ------------------------------------------------------------------------------------ */
+
+static void test_fp8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bias, int accumulate) {
+    /* output rows 64-byte aligned where N allows (what cuBLASLt's FP8 kernels want), else odd */
+    const int64_t Ns = N + row0, ldx = K + 16, ldy = N % 8 == 0 ? N + 16 : N + 3;
+    char shape[96];
+    snprintf(shape, sizeof shape, "T=%lld N=%lld K=%lld row0=%lld%s%s", (long long)T, (long long)N, (long long)K,
+             (long long)row0, with_bias ? " bias" : "", accumulate ? " acc" : "");
+    float *x = make_x(T, ldx), *y0 = fmalloc((size_t)(T * ldy)), *bias = fmalloc((size_t)N);
+    fill_normal(y0, (size_t)(T * ldy), 1.0f);
+    fill_normal(bias, (size_t)N, 1.0f);
+    uint16_t *wb = malloc(sizeof(uint16_t) * (size_t)(Ns * K));
+    for (int64_t i = 0; i < Ns * K; i++)
+        wb[i] = clef_f32_to_bf16(rnd_normal() * 0.05f);
+    uint8_t *qw = malloc((size_t)(Ns * K)), *qx = malloc((size_t)(T * K)), *qx_g = malloc((size_t)(T * K));
+    float *sw = fmalloc((size_t)Ns), *sx = fmalloc((size_t)T), *sx_g = fmalloc((size_t)T);
+    clef_fp8_quantize_weight(wb, Ns, K, qw, sw);
+    clef_fp8_quantize_tokens(x, ldx, T, K, CLEF_QUANT_ACT_F32, qx, sx);
+
+    /* the quantizer alone */
+    float *xd = to_gpu(gpu, x, sizeof(float) * (size_t)(T * ldx));
+    uint8_t *qxd = clef_backend_alloc(gpu, (size_t)(T * K));
+    float *sxd = clef_backend_alloc(gpu, sizeof(float) * (size_t)T);
+    clef_cuda_fp8_quantize_tokens(gpu, T, K, xd, ldx, qxd, sxd);
+    memset(qx_g, 0xAA, (size_t)(T * K));
+    POISON(sx_g, T);
+    sync_read(qx_g, qxd, (size_t)(T * K));
+    sync_read(sx_g, sxd, sizeof(float) * (size_t)T);
+    int64_t code_diff = 0, scale_diff = 0;
+    for (int64_t i = 0; i < T * K; i++)
+        code_diff += qx_g[i] != qx[i];
+    for (int64_t t = 0; t < T; t++)
+        scale_diff += memcmp(&sx_g[t], &sx[t], sizeof(float)) != 0;
+    printf("fp8 quantizer    %-40s codes differing %lld, scales differing %lld\n", shape, (long long)code_diff,
+           (long long)scale_diff);
+    CHECK_MSG(code_diff == 0 && scale_diff == 0, "fp8 quantizer %s: not bit-identical to the CPU", shape);
+
+    /* the matmul */
+    float *swd = to_gpu(gpu, sw, sizeof(float) * (size_t)Ns);
+    void *qwd = to_gpu(gpu, qw, (size_t)(Ns * K));
+    float *bd = to_gpu(gpu, bias, sizeof(float) * (size_t)N);
+    float *yd = to_gpu(gpu, y0, sizeof(float) * (size_t)(T * ldy));
+    clef_quant qdev = {.u.fp8 = {.weight_scale = swd}}, qhost = {.u.fp8 = {.weight_scale = sw}};
+    clef_matrix stored_g = {.type = CLEF_WTYPE_FP8_E4M3, .rows = Ns, .cols = K, .ld = K, .data = qwd, .quant = &qdev};
+    clef_matrix stored_c = {.type = CLEF_WTYPE_FP8_E4M3, .rows = Ns, .cols = K, .ld = K, .data = qw, .quant = &qhost};
+    clef_matrix wg = clef_matrix_slice_rows(&stored_g, row0, N), wc = clef_matrix_slice_rows(&stored_c, row0, N);
+    float *yg = fmalloc((size_t)(T * ldy)), *yc = fmalloc((size_t)(T * ldy));
+    double *ref = malloc(sizeof(double) * (size_t)(T * N)), *mag = malloc(sizeof(double) * (size_t)(T * N));
+    float *yref32 = fmalloc((size_t)(T * N));
+    clef_fp8_gemm_ref(qw + row0 * K, sw + row0, N, K, qx, sx, T, yref32);
+    /* float64 of the W8A8 arithmetic, and the magnitude each element's error is measured by */
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t n = 0; n < N; n++) {
+            double acc = 0, m = 0;
+            const uint8_t *a = qx + t * K, *b = qw + (row0 + n) * K;
+            for (int64_t k = 0; k < K; k++) {
+                double p = (double)clef_fp8e4m3_to_f32(a[k]) * (double)clef_fp8e4m3_to_f32(b[k]);
+                acc += p, m += fabs(p);
+            }
+            double sc = (double)sx[t] * (double)sw[row0 + n];
+            ref[t * N + n] = acc * sc + (accumulate ? y0[t * ldy + n] : 0.0) + (with_bias ? bias[n] : 0.0);
+            mag[t * N + n] = m * sc;
+        }
+    memcpy(yc, y0, sizeof(float) * (size_t)(T * ldy));
+    clef_matmul(cpu, T, x, ldx, &wc, with_bias ? bias : NULL, yc, ldy, accumulate); /* QDQ */
+    for (int epi = 0; epi < 2; epi++) {
+        clef_backend_cuda_set_fp8_epilogue(gpu, epi);
+        clef_backend_write(gpu, yd, y0, sizeof(float) * (size_t)(T * ldy));
+        clef_matmul(gpu, T, xd, ldx, &wg, with_bias ? bd : NULL, yd, ldy, accumulate);
+        POISON(yg, T * ldy);
+        sync_read(yg, yd, sizeof(float) * (size_t)(T * ldy));
+        double worst = 0, num = 0, den = 0;
+        int64_t bad = 0;
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t n = 0; n < N; n++) {
+                const double r = ref[t * N + n], m = mag[t * N + n];
+                const double err = fabs((double)yg[t * ldy + n] - r);
+                const double bound = ldexp(m, -6) + ldexp(fabs(r) + (accumulate ? fabs(y0[t * ldy + n]) : 0) +
+                                                          (with_bias ? fabs(bias[n]) : 0), -21);
+                bad += !(err <= bound);
+                if (m > 0 && err / m > worst)
+                    worst = err / m;
+                /* the product part against the CPU's fp32 W8A8 */
+                double prod = (double)yg[t * ldy + n] - (accumulate ? y0[t * ldy + n] : 0) - (with_bias ? bias[n] : 0);
+                num += (prod - yref32[t * N + n]) * (prod - yref32[t * N + n]);
+                den += (double)yref32[t * N + n] * yref32[t * N + n];
+            }
+        double e64 = rel_l2_vs64(yg, ldy, ref, T, N);
+        printf("fp8 matmul       %-40s %-8s vs f64 rel L2 %.3g (<= 5e-3), worst |err|/sum|p| %.3g (<= 2^-6), "
+               "vs CPU W8A8 fp32 %.3g, vs CPU QDQ %.3g [path: %s]\n",
+               shape, epi ? "epilogue" : "outer", e64, worst, den > 0 ? sqrt(num / den) : sqrt(num),
+               rel_l2_ld(yg, yc, ldy, T, N), clef_cuda_fp8_gemm_path(gpu));
+        CHECK_MSG(e64 <= 5e-3, "fp8 matmul %s: relative L2 %.3g vs float64", shape, e64);
+        CHECK_MSG(bad == 0, "fp8 matmul %s: %lld elements past the per-element bound", shape, (long long)bad);
+
+        /* the last row alone: the same bits as in the batch */
+        if (T > 1) {
+            /* the same leading dimension and alignment: the same cached plan */
+            float *y1d = to_gpu(gpu, y0 + (T - 1) * ldy, sizeof(float) * (size_t)ldy);
+            float *y1 = fmalloc((size_t)N);
+            clef_matmul(gpu, 1, xd + (T - 1) * ldx, ldx, &wg, with_bias ? bd : NULL, y1d, ldy, accumulate);
+            POISON(y1, N);
+            sync_read(y1, y1d, sizeof(float) * (size_t)N);
+            CHECK_MSG(memcmp(y1, yg + (T - 1) * ldy, sizeof(float) * (size_t)N) == 0,
+                      "fp8 matmul %s: the last row alone differs from the same row in the batch", shape);
+            clef_backend_release(gpu, y1d);
+            free(y1);
+        }
+    }
+    clef_backend_cuda_set_fp8_epilogue(gpu, 0);
+    clef_backend_release(gpu, xd), clef_backend_release(gpu, qxd), clef_backend_release(gpu, sxd);
+    clef_backend_release(gpu, swd), clef_backend_release(gpu, qwd), clef_backend_release(gpu, bd);
+    clef_backend_release(gpu, yd);
+    free(x), free(y0), free(bias), free(wb), free(qw), free(qx), free(qx_g), free(sw), free(sx), free(sx_g);
+    free(yg), free(ref), free(mag), free(yref32), free(yc);
+}
+
+/* ---- INT8 ConvRot --------------------------------------------------------------------------- */
+
+static int64_t count_diff_i8(const int8_t *a, const int8_t *b, int64_t n) {
+    int64_t d = 0;
+    for (int64_t i = 0; i < n; i++)
+        d += a[i] != b[i];
+    return d;
+}
+
+static int64_t count_diff_f32(const float *a, const float *b, int64_t n) {
+    int64_t d = 0;
+    for (int64_t i = 0; i < n; i++)
+        d += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+    return d;
+}
+
+static void test_int8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bias, int accumulate) {
+    const int64_t Ns = N + row0, ldx = K + 5, ldy = N + 7;
+    char shape[96];
+    snprintf(shape, sizeof shape, "T=%lld N=%lld K=%lld row0=%lld%s%s", (long long)T, (long long)N, (long long)K,
+             (long long)row0, with_bias ? " bias" : "", accumulate ? " acc" : "");
+    float *x = make_x(T, ldx), *y0 = fmalloc((size_t)(T * ldy)), *bias = fmalloc((size_t)N);
+    fill_normal(y0, (size_t)(T * ldy), 1.0f);
+    fill_normal(bias, (size_t)N, 1.0f);
+    uint16_t *wb = malloc(sizeof(uint16_t) * (size_t)(Ns * K));
+    for (int64_t i = 0; i < Ns * K; i++)
+        wb[i] = clef_f32_to_bf16(rnd_normal() * 0.05f);
+    int8_t *qw = malloc((size_t)(Ns * K)), *qf = malloc((size_t)(T * K)), *qe = malloc((size_t)(T * K));
+    int8_t *qg = malloc((size_t)(T * K));
+    float *sw = fmalloc((size_t)Ns), *sf = fmalloc((size_t)T), *se = fmalloc((size_t)T), *sg = fmalloc((size_t)T);
+    float *rot = fmalloc((size_t)(2 * K));
+    clef_convrot_quantize_weight(wb, Ns, K, qw, sw, rot);
+    clef_convrot_quantize_tokens_fast(x, ldx, T, K, qf, sf, rot);
+    clef_convrot_quantize_tokens(x, ldx, T, K, CLEF_QUANT_ACT_F32, qe, se, rot);
+
+    float *xd = to_gpu(gpu, x, sizeof(float) * (size_t)(T * ldx));
+    int8_t *qxd = clef_backend_alloc(gpu, (size_t)(T * K));
+    float *sxd = clef_backend_alloc(gpu, sizeof(float) * (size_t)T);
+    for (int exact = 0; exact < 2; exact++) {
+        clef_cuda_convrot_quantize_tokens(gpu, T, K, xd, ldx, 256, NULL, exact, qxd, sxd);
+        memset(qg, 0x55, (size_t)(T * K));
+        POISON(sg, T);
+        sync_read(qg, qxd, (size_t)(T * K));
+        sync_read(sg, sxd, sizeof(float) * (size_t)T);
+        int64_t dc = count_diff_i8(qg, exact ? qe : qf, T * K), ds = count_diff_f32(sg, exact ? se : sf, T);
+        printf("int8 quantizer   %-40s %-9s codes differing %lld, scales differing %lld\n", shape,
+               exact ? "exact" : "butterfly", (long long)dc, (long long)ds);
+        CHECK_MSG(dc == 0 && ds == 0, "int8 quantizer (%s) %s: not bit-identical to the CPU",
+                  exact ? "exact" : "butterfly", shape);
+    }
+    printf("int8 quantizer   %-40s butterfly vs torch order on the CPU: %lld of %lld codes differ (by one step)\n",
+           shape, (long long)count_diff_i8(qf, qe, T * K), (long long)(T * K));
+
+    /* int32 accumulations: exact */
+    void *qwd = to_gpu(gpu, qw, (size_t)(Ns * K));
+    int8_t *qfd = to_gpu(gpu, qf, (size_t)(T * K));
+    const int64_t ldacc = (N + 3) / 4 * 4;
+    int32_t *accd = clef_backend_alloc(gpu, sizeof(int32_t) * (size_t)(T * ldacc));
+    int32_t *acc = malloc(sizeof(int32_t) * (size_t)(T * ldacc));
+    clef_cuda_int8_gemm_i32(gpu, T, N, K, qfd, (const int8_t *)qwd + row0 * K, accd, ldacc);
+    memset(acc, 0x7f, sizeof(int32_t) * (size_t)(T * ldacc));
+    sync_read(acc, accd, sizeof(int32_t) * (size_t)(T * ldacc));
+    int64_t acc_diff = 0;
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t n = 0; n < N; n++) {
+            int32_t s = 0;
+            for (int64_t k = 0; k < K; k++)
+                s += (int32_t)qf[t * K + k] * (int32_t)qw[(row0 + n) * K + k];
+            acc_diff += acc[t * ldacc + n] != s;
+        }
+    printf("int8 gemm int32  %-40s accumulations differing from the CPU's: %lld\n", shape, (long long)acc_diff);
+    CHECK_MSG(acc_diff == 0, "int8 gemm %s: int32 accumulations differ from the CPU's", shape);
+
+    /* the whole matmul, both rotations */
+    float *swd = to_gpu(gpu, sw, sizeof(float) * (size_t)Ns), *bd = to_gpu(gpu, bias, sizeof(float) * (size_t)N);
+    float *yd = clef_backend_alloc(gpu, sizeof(float) * (size_t)(T * ldy));
+    clef_quant qdev = {.u.int8_convrot = {.weight_scale = swd, .rotation_group = 256}};
+    clef_quant qhost = {.u.int8_convrot = {.weight_scale = sw, .rotation_group = 256}};
+    clef_matrix stored_g = {.type = CLEF_WTYPE_INT8_CONVROT, .rows = Ns, .cols = K, .ld = K, .data = qwd, .quant = &qdev};
+    clef_matrix stored_c = {.type = CLEF_WTYPE_INT8_CONVROT, .rows = Ns, .cols = K, .ld = K, .data = qw, .quant = &qhost};
+    clef_matrix wg = clef_matrix_slice_rows(&stored_g, row0, N), wc = clef_matrix_slice_rows(&stored_c, row0, N);
+    float *yg = fmalloc((size_t)(T * ldy)), *yc = fmalloc((size_t)(T * ldy));
+    double *ref = malloc(sizeof(double) * (size_t)(T * N));
+    for (int exact = 0; exact < 2; exact++) {
+        clef_backend_cuda_set_convrot_exact(gpu, exact);
+        clef_backend_write(gpu, yd, y0, sizeof(float) * (size_t)(T * ldy));
+        clef_matmul(gpu, T, xd, ldx, &wg, with_bias ? bd : NULL, yd, ldy, accumulate);
+        POISON(yg, T * ldy);
+        sync_read(yg, yd, sizeof(float) * (size_t)(T * ldy));
+        memcpy(yc, y0, sizeof(float) * (size_t)(T * ldy));
+        if (exact) /* the CPU backend's own matmul (torch-order rotation) */
+            clef_matmul(cpu, T, x, ldx, &wc, with_bias ? bias : NULL, yc, ldy, accumulate);
+        else
+            clef_int8_matmul_rows(qw + row0 * K, sw + row0, K, 0, N, T, qf, sf, with_bias ? bias : NULL, yc, ldy,
+                                  accumulate);
+        const int8_t *q = exact ? qe : qf;
+        const float *s = exact ? se : sf;
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t n = 0; n < N; n++) {
+                int64_t a = 0;
+                for (int64_t k = 0; k < K; k++)
+                    a += (int64_t)q[t * K + k] * qw[(row0 + n) * K + k];
+                ref[t * N + n] = (double)a * (double)s[t] * (double)sw[row0 + n] +
+                                 (accumulate ? y0[t * ldy + n] : 0.0) + (with_bias ? bias[n] : 0.0);
+            }
+        int64_t differ = 0;
+        for (int64_t t = 0; t < T; t++)
+            differ += count_diff_f32(yg + t * ldy, yc + t * ldy, N);
+        double e64 = rel_l2_vs64(yg, ldy, ref, T, N);
+        printf("int8 matmul      %-40s %-9s elements differing from the CPU %lld, vs f64 rel L2 %.3g (<= 1e-6)\n",
+               shape, exact ? "exact" : "butterfly", (long long)differ, e64);
+        CHECK_MSG(differ == 0, "int8 matmul (%s) %s: not bit-identical to the CPU", exact ? "exact" : "butterfly",
+                  shape);
+        CHECK_MSG(e64 <= 1e-6, "int8 matmul %s: relative L2 %.3g vs float64", shape, e64);
+    }
+    clef_backend_cuda_set_convrot_exact(gpu, 0);
+
+    /* a static input scale: rotate (butterfly), divide by it, round, clamp */
+    const float static_scale = 0.02f;
+    float *ssd = to_gpu(gpu, &static_scale, sizeof(float));
+    clef_cuda_convrot_quantize_tokens(gpu, T, K, xd, ldx, 256, ssd, 0, qxd, sxd);
+    sync_read(qg, qxd, (size_t)(T * K));
+    int64_t ds = 0;
+    for (int64_t t = 0; t < T; t++) {
+        memcpy(rot, x + t * ldx, sizeof(float) * (size_t)K);
+        clef_fht256_groups_f32(rot, K);
+        for (int64_t k = 0; k < K; k++)
+            ds += qg[t * K + k] != (int8_t)fminf(fmaxf(rintf(rot[k] / static_scale), -128.0f), 127.0f);
+    }
+    printf("int8 quantizer   %-40s static input scale: codes differing %lld\n", shape, (long long)ds);
+    CHECK_MSG(ds == 0, "int8 quantizer with a static scale %s: codes differ", shape);
+
+    clef_backend_release(gpu, xd), clef_backend_release(gpu, qxd), clef_backend_release(gpu, sxd);
+    clef_backend_release(gpu, qwd), clef_backend_release(gpu, qfd), clef_backend_release(gpu, accd);
+    clef_backend_release(gpu, swd), clef_backend_release(gpu, bd), clef_backend_release(gpu, yd);
+    clef_backend_release(gpu, ssd);
+    free(x), free(y0), free(bias), free(wb), free(qw), free(qf), free(qe), free(qg), free(sw), free(sf), free(se);
+    free(sg), free(rot), free(acc), free(yg), free(yc), free(ref);
+}
+
+/* ---- NF4 ------------------------------------------------------------------------------------ */
+
+static void test_nf4(int64_t T, int64_t N, int64_t K, int64_t row0, int double_quant, int with_bias, int accumulate) {
+    const int64_t Ns = N + row0, n_el = Ns * K, n_blocks = (n_el + 63) / 64, n_nested = (n_blocks + 255) / 256;
+    const int64_t ldx = K + 2, ldy = N + 1;
+    char shape[96];
+    snprintf(shape, sizeof shape, "T=%lld N=%lld K=%lld row0=%lld %s%s%s", (long long)T, (long long)N, (long long)K,
+             (long long)row0, double_quant ? "dq" : "plain", with_bias ? " bias" : "", accumulate ? " acc" : "");
+    uint8_t *packed = malloc((size_t)((n_el + 1) / 2)), *absmax_q = malloc((size_t)n_blocks);
+    float *absmax_f = fmalloc((size_t)n_blocks), *nested = fmalloc((size_t)n_nested), nested_code[256];
+    for (int64_t i = 0; i < (n_el + 1) / 2; i++)
+        packed[i] = (uint8_t)(rnd_uniform() * 256);
+    for (int64_t b = 0; b < n_blocks; b++) {
+        absmax_q[b] = (uint8_t)(rnd_uniform() * 256);
+        absmax_f[b] = 0.01f + 0.1f * (float)rnd_uniform();
+    }
+    for (int64_t b = 0; b < n_nested; b++)
+        nested[b] = 0.02f + 0.05f * (float)rnd_uniform();
+    for (int i = 0; i < 256; i++) /* a signed map, as bitsandbytes' dynamic one */
+        nested_code[i] = (float)(2.0 * rnd_uniform() - 1.0);
+    const float offset = 0.0213f;
+    clef_nf4_desc desc = {.n_elements = n_el, .blocksize = 64, .quant_map = clef_nf4_table,
+                          .absmax_code = double_quant ? absmax_q : NULL, .nested_quant_map = nested_code,
+                          .nested_absmax = nested, .nested_blocksize = 256, .nested_offset = offset,
+                          .absmax = absmax_f};
+    void *pd = to_gpu(gpu, packed, (size_t)((n_el + 1) / 2));
+    void *aqd = to_gpu(gpu, absmax_q, (size_t)n_blocks);
+    float *afd = to_gpu(gpu, absmax_f, sizeof(float) * (size_t)n_blocks);
+    float *nd = to_gpu(gpu, nested, sizeof(float) * (size_t)n_nested);
+    float *ncd = to_gpu(gpu, nested_code, sizeof nested_code);
+    float *cd = to_gpu(gpu, clef_nf4_table, sizeof(float) * 16);
+    clef_quant qdev = {.u.nf4 = {.block = 64, .absmax_q = double_quant ? aqd : NULL, .absmax_f32 = afd,
+                                 .nested_absmax = nd, .nested_block = 256, .nested_offset = offset, .code = cd,
+                                 .nested_code = ncd}};
+    clef_quant qhost = {.u.nf4 = {.block = 64, .absmax_q = double_quant ? absmax_q : NULL, .absmax_f32 = absmax_f,
+                                  .nested_absmax = nested, .nested_block = 256, .nested_offset = offset,
+                                  .code = clef_nf4_table, .nested_code = nested_code}};
+    /* NF4 row r of the stored tensor starts at byte r * K / 2 (K even) */
+    clef_matrix stored_g = {.type = CLEF_WTYPE_NF4, .rows = Ns, .cols = K, .ld = K, .data = pd, .quant = &qdev};
+    clef_matrix stored_c = {.type = CLEF_WTYPE_NF4, .rows = Ns, .cols = K, .ld = K, .data = packed, .quant = &qhost};
+    clef_matrix wg = clef_matrix_slice_rows(&stored_g, row0, N), wc = clef_matrix_slice_rows(&stored_c, row0, N);
+
+    /* the dequantized weights */
+    uint16_t *wref = malloc(sizeof(uint16_t) * (size_t)(N * K)), *wgot = malloc(sizeof(uint16_t) * (size_t)(N * K));
+    clef_nf4_dequant_bf16(&desc, packed, row0 * K, N * K, wref);
+    uint16_t *wdd = clef_backend_alloc(gpu, sizeof(uint16_t) * (size_t)(N * K));
+    clef_cuda_nf4_dequant_bf16(gpu, &wg, wdd);
+    memset(wgot, 0xff, sizeof(uint16_t) * (size_t)(N * K));
+    sync_read(wgot, wdd, sizeof(uint16_t) * (size_t)(N * K));
+    int64_t wdiff = 0;
+    for (int64_t i = 0; i < N * K; i++)
+        wdiff += wgot[i] != wref[i];
+    printf("nf4 dequant      %-40s bf16 weights differing %lld of %lld\n", shape, (long long)wdiff, (long long)(N * K));
+    CHECK_MSG(wdiff == 0, "nf4 dequant %s: not bit-identical to clef_nf4_dequant_bf16", shape);
+
+    /* the matmul */
+    float *x = make_x(T, ldx), *y0 = fmalloc((size_t)(T * ldy)), *bias = fmalloc((size_t)N);
+    fill_normal(y0, (size_t)(T * ldy), 1.0f);
+    fill_normal(bias, (size_t)N, 1.0f);
+    float *xd = to_gpu(gpu, x, sizeof(float) * (size_t)(T * ldx)), *bd = to_gpu(gpu, bias, sizeof(float) * (size_t)N);
+    float *yd = to_gpu(gpu, y0, sizeof(float) * (size_t)(T * ldy));
+    clef_matmul(gpu, T, xd, ldx, &wg, with_bias ? bd : NULL, yd, ldy, accumulate);
+    float *yg = fmalloc((size_t)(T * ldy)), *yc = fmalloc((size_t)(T * ldy));
+    POISON(yg, T * ldy);
+    sync_read(yg, yd, sizeof(float) * (size_t)(T * ldy));
+    double *ref = malloc(sizeof(double) * (size_t)(T * N));
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t n = 0; n < N; n++) {
+            double a = 0;
+            for (int64_t k = 0; k < K; k++)
+                a += (double)clef_bf16_to_f32(clef_f32_to_bf16(x[t * ldx + k])) * (double)clef_bf16_to_f32(wref[n * K + k]);
+            ref[t * N + n] = a + (accumulate ? y0[t * ldy + n] : 0.0) + (with_bias ? bias[n] : 0.0);
+        }
+    memcpy(yc, y0, sizeof(float) * (size_t)(T * ldy));
+    clef_matmul(cpu, T, x, ldx, &wc, with_bias ? bias : NULL, yc, ldy, accumulate);
+    double e64 = rel_l2_vs64(yg, ldy, ref, T, N), ecpu = rel_l2_ld(yg, yc, ldy, T, N);
+    printf("nf4 matmul       %-40s vs f64 of bf16 operands rel L2 %.3g (<= 1e-5), vs CPU backend %.3g (<= 1e-2)\n",
+           shape, e64, ecpu);
+    CHECK_MSG(e64 <= 1e-5, "nf4 matmul %s: relative L2 %.3g vs float64", shape, e64);
+    CHECK_MSG(ecpu <= 1e-2, "nf4 matmul %s: relative L2 %.3g vs the CPU backend", shape, ecpu);
+
+    clef_backend_release(gpu, pd), clef_backend_release(gpu, aqd), clef_backend_release(gpu, afd);
+    clef_backend_release(gpu, nd), clef_backend_release(gpu, ncd), clef_backend_release(gpu, cd);
+    clef_backend_release(gpu, wdd), clef_backend_release(gpu, xd), clef_backend_release(gpu, bd);
+    clef_backend_release(gpu, yd);
+    free(packed), free(absmax_q), free(absmax_f), free(nested), free(wref), free(wgot), free(x), free(y0);
+    free(bias), free(yg), free(yc), free(ref);
+}
+
+/* A bad configuration is a status with a message, never a crash. */
+static void test_refusals(void) {
+    clef_backend *g = NULL;
+    CHECK_EQ_INT(clef_backend_cuda_create(0, &g), CLEF_OK);
+    float *xd = clef_backend_alloc(g, sizeof(float) * 8 * 300), *yd = clef_backend_alloc(g, sizeof(float) * 8 * 8);
+    int8_t *wd = clef_backend_alloc(g, 8 * 300);
+    float *sd = clef_backend_alloc(g, sizeof(float) * 8);
+    clef_quant q = {.u.int8_convrot = {.weight_scale = sd, .rotation_group = 256}};
+    clef_matrix w = {.type = CLEF_WTYPE_INT8_CONVROT, .rows = 8, .cols = 300, .ld = 300, .data = wd, .quant = &q};
+    clef_matmul(g, 8, xd, 300, &w, NULL, yd, 8, 0);
+    int st = clef_backend_synchronize(g);
+    printf("refusal          INT8 ConvRot with K = 300: status %d (%s)\n", st, clef_last_error());
+    CHECK(st == CLEF_ERR_UNSUPPORTED);
+    clef_backend_free(g);
+}
+
+int main(void) {
+    if (clef_backend_cuda_device_count() == 0) {
+        printf("SKIPPED: no CUDA device\n");
+        return GPU_TEST_SKIPPED;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress survives a timeout */
+    clef_backend_params p = clef_backend_default_params();
+    if (clef_backend_cpu_create(&p, &cpu) != CLEF_OK || clef_backend_cuda_create(0, &gpu) != CLEF_OK) {
+        fprintf(stderr, "backend creation failed: %s\n", clef_last_error());
+        return 1;
+    }
+    test_fp8(1, 64, 256, 0, 0, 0);
+    test_fp8(37, 200, 512, 16, 1, 1);
+    test_fp8(300, 1024, 4096, 0, 0, 1);
+    test_fp8(129, 48, 12288, 8, 1, 0);
+    test_fp8(19, 203, 256, 1, 1, 1); /* odd output count and leading dimension */
+    test_int8(1, 64, 256, 0, 0, 0);
+    test_int8(37, 203, 512, 5, 1, 1);
+    test_int8(300, 1024, 4096, 0, 0, 1);
+    test_int8(9, 40, 17408, 3, 1, 0); /* a row over 48 KB of shared memory (27B down_proj width) */
+    test_nf4(1, 64, 256, 0, 1, 0, 0);
+    test_nf4(37, 200, 512, 3, 1, 1, 1);
+    test_nf4(300, 1024, 4096, 0, 1, 0, 1);
+    test_nf4(20, 77, 320, 1, 0, 1, 0);
+    test_refusals();
+    clef_backend_free(gpu);
+    clef_backend_free(cpu);
+    return test_summary();
+}

@@ -1,0 +1,199 @@
+/*
+ * test_cuda_quant_model.c — the quantized fixture releases (tests/release/fixtures/{nf4,fp8,
+ * int8}: written by bitsandbytes, compressed-tensors and comfy-kitchen) loaded as stored onto
+ * the CUDA backend and run by the whole Qwen3.5 backbone, against the same releases on the CPU
+ * backend (the reference of the same precision) and against the libraries' own forward
+ * (tests/quant/fixtures/<precision>_backbone.bin, scripts/quant/make_backbone_oracle.py):
+ *  - last-hidden relative L2, GPU vs CPU, <= 1e-2 on every record (the issue's bound), and GPU
+ *    vs the library <= 1e-2. Where the GPU path's arithmetic differs from the CPU's, and by
+ *    how much per linear: activations rounded to bf16 before every BF16 / NF4 GEMM (the NF4
+ *    weights as bf16(code x absmax), bitsandbytes' bf16 model, against the CPU's fp32 product),
+ *    FP8 as true W8A8 against the CPU's QDQ form (~2.6e-3 per linear, docs/quant.md), INT8's
+ *    butterfly rotation against the CPU's torch-order one (a code can move by one step; the
+ *    exact mode is run too and printed), tensor-core attention in bf16 (docs/cuda.md);
+ *  - all records in one packed forward equal each record alone, bit for bit;
+ *  - the weights stay quantized on the GPU: NF4 and FP8 resident below their BF16 source
+ *    (bf16-single) on the same backend.
+ * Exits 77 (ctest: SKIPPED) when no GPU is visible.
+ */
+#include "backend/cuda/cuda_quant.h"
+#include "clef.h"
+#include "gpu_test_util.h"
+#include "model/qwen35.h"
+#include "test.h"
+
+#include <stdio.h>
+
+static clef_backend *cpu, *gpu;
+
+/* ---- the CLEFBB01 records of scripts/backbone/make_fixtures.py ------------------------------ */
+
+typedef struct record {
+    int64_t T, n_rows;
+    int32_t *ids, *rows;
+    float *hidden;
+} record;
+
+static int read_u32(FILE *f, uint32_t *v) { return fread(v, 4, 1, f) == 1; }
+
+static int load_records(const char *path, int64_t *n_out, int64_t *D_out, record **out) {
+    FILE *f = fopen(path, "rb");
+    char magic[8];
+    uint32_t n, D;
+    if (!f || fread(magic, 8, 1, f) != 1 || memcmp(magic, "CLEFBB01", 8) || !read_u32(f, &n) || !read_u32(f, &D)) {
+        if (f)
+            fclose(f);
+        return 0;
+    }
+    record *r = calloc(n, sizeof(record));
+    *out = r, *n_out = n, *D_out = D;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t T, nr;
+        if (!read_u32(f, &T))
+            return fclose(f), 0;
+        r[i].T = T;
+        r[i].ids = malloc(4 * (size_t)T);
+        if (fread(r[i].ids, 4, T, f) != T || !read_u32(f, &nr))
+            return fclose(f), 0;
+        r[i].n_rows = nr;
+        r[i].rows = malloc(4 * (size_t)nr);
+        r[i].hidden = malloc(4 * (size_t)nr * D);
+        if (fread(r[i].rows, 4, nr, f) != nr || fread(r[i].hidden, 4, (size_t)nr * D, f) != (size_t)nr * D)
+            return fclose(f), 0;
+    }
+    fclose(f);
+    return 1;
+}
+
+typedef struct loaded {
+    qwen35_model *m;
+    qwen35_state *s;
+    clef_backend *be;
+} loaded;
+
+/* Forward n_seqs sequences; the [rows, D] output copied to host. */
+static int run(const loaded *l, int64_t n_seqs, const int64_t *seq, const int32_t *ids, float *out) {
+    int st = qwen35_forward(l->m, l->s, n_seqs, seq, ids, NULL);
+    if (st == CLEF_OK)
+        st = clef_backend_synchronize(l->be);
+    if (st != CLEF_OK)
+        return st;
+    return clef_backend_read(l->be, out, qwen35_state_output(l->s),
+                             sizeof(float) * (size_t)(seq[n_seqs] * qwen35_hidden_size(l->m)));
+}
+
+/* backend bytes of a release's backbone weights (0 on failure) */
+static size_t weight_bytes_of(clef_backend *be, const char *dir) {
+    clef_release *rel = NULL;
+    qwen35_model *m = NULL;
+    size_t bytes = 0;
+    if (clef_release_open(dir, NULL, &rel) == CLEF_OK && qwen35_load_release(rel, be, &m) == CLEF_OK)
+        bytes = qwen35_weight_bytes(m);
+    qwen35_free(m);
+    clef_release_free(rel);
+    return bytes;
+}
+
+/* Returns the GPU's resident weight bytes of the release (0 if it did not load). */
+static size_t check_precision(const char *name) {
+    char dir[256], path[300];
+    snprintf(dir, sizeof dir, "tests/release/fixtures/%s", name);
+    snprintf(path, sizeof path, "tests/quant/fixtures/%s_backbone.bin", name);
+    int64_t n = 0, D = 0;
+    record *r = NULL;
+    clef_release *rel = NULL;
+    size_t resident = 0;
+    CHECK_MSG(clef_release_open(dir, NULL, &rel) == CLEF_OK, "%s: %s", dir, clef_last_error());
+    int have = load_records(path, &n, &D, &r);
+    CHECK_MSG(have, "cannot read %s", path);
+    if (!rel || !have) {
+        clef_release_free(rel);
+        return 0;
+    }
+    int64_t total = 0, max_T = 0;
+    for (int64_t i = 0; i < n; i++)
+        total += r[i].T, max_T = r[i].T > max_T ? r[i].T : max_T;
+    qwen35_params p = qwen35_default_params();
+    p.max_seq_len = max_T, p.max_tokens = total;
+    loaded lc = {NULL, NULL, cpu}, lg = {NULL, NULL, gpu};
+    CHECK_EQ_INT(qwen35_load_release(rel, cpu, &lc.m), CLEF_OK);
+    int st = qwen35_load_release(rel, gpu, &lg.m);
+    CHECK_MSG(st == CLEF_OK, "%s: CUDA load: %s", name, clef_last_error());
+    if (lc.m)
+        CHECK_EQ_INT(qwen35_state_create(lc.m, cpu, &p, &lc.s), CLEF_OK);
+    if (lg.m)
+        CHECK_EQ_INT(qwen35_state_create(lg.m, gpu, &p, &lg.s), CLEF_OK);
+    if (lc.s && lg.s) {
+        float *hc = malloc(sizeof(float) * (size_t)(total * D)), *hg = malloc(sizeof(float) * (size_t)(total * D));
+        float *he = malloc(sizeof(float) * (size_t)(total * D)), *alone = malloc(sizeof(float) * (size_t)(total * D));
+        float *sel = malloc(sizeof(float) * (size_t)(max_T * D));
+        int64_t off = 0;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t seq[2] = {0, r[i].T};
+            CHECK_EQ_INT(run(&lc, 1, seq, r[i].ids, hc), CLEF_OK);
+            CHECK_EQ_INT(run(&lg, 1, seq, r[i].ids, hg), CLEF_OK);
+            clef_backend_cuda_set_convrot_exact(gpu, 1);
+            CHECK_EQ_INT(run(&lg, 1, seq, r[i].ids, he), CLEF_OK);
+            clef_backend_cuda_set_convrot_exact(gpu, 0);
+            double e_cpu = rel_l2(hg, hc, (size_t)(r[i].T * D)), e_exact = rel_l2(he, hc, (size_t)(r[i].T * D));
+            for (int64_t j = 0; j < r[i].n_rows; j++)
+                memcpy(sel + j * D, hg + (int64_t)r[i].rows[j] * D, sizeof(float) * (size_t)D);
+            double e_lib = rel_l2(sel, r[i].hidden, (size_t)(r[i].n_rows * D));
+            for (int64_t j = 0; j < r[i].n_rows; j++)
+                memcpy(sel + j * D, hc + (int64_t)r[i].rows[j] * D, sizeof(float) * (size_t)D);
+            double e_cpu_lib = rel_l2(sel, r[i].hidden, (size_t)(r[i].n_rows * D));
+            printf("%-4s T=%4lld  GPU vs CPU rel L2 %.3g (INT8 exact rotation: %.3g)   GPU vs library %.3g   "
+                   "(CPU vs library %.3g)\n",
+                   name, (long long)r[i].T, e_cpu, e_exact, e_lib, e_cpu_lib);
+            CHECK_MSG(e_cpu <= 1e-2, "%s T=%lld: GPU vs CPU %.3g > 1e-2", name, (long long)r[i].T, e_cpu);
+            CHECK_MSG(e_lib <= 1e-2, "%s T=%lld: GPU vs library %.3g > 1e-2", name, (long long)r[i].T, e_lib);
+            memcpy(alone + off * D, hg, sizeof(float) * (size_t)(r[i].T * D));
+            off += r[i].T;
+        }
+        /* one packed batch: equal to the records alone */
+        int64_t *seq = malloc(sizeof(int64_t) * (size_t)(n + 1));
+        int32_t *ids = malloc(sizeof(int32_t) * (size_t)total);
+        seq[0] = 0;
+        for (int64_t i = 0; i < n; i++) {
+            memcpy(ids + seq[i], r[i].ids, sizeof(int32_t) * (size_t)r[i].T);
+            seq[i + 1] = seq[i] + r[i].T;
+        }
+        CHECK_EQ_INT(run(&lg, n, seq, ids, hg), CLEF_OK);
+        CHECK_MSG(memcmp(hg, alone, sizeof(float) * (size_t)(total * D)) == 0,
+                  "%s: GPU batch of %lld records differs from the records alone", name, (long long)n);
+        resident = qwen35_weight_bytes(lg.m);
+        printf("%-4s weights resident on the GPU: %zu bytes; FP8 matmuls: %s\n", name, resident,
+               clef_cuda_fp8_gemm_path(gpu));
+        free(seq), free(ids), free(hc), free(hg), free(he), free(alone), free(sel);
+    }
+    qwen35_state_free(lc.s), qwen35_free(lc.m);
+    qwen35_state_free(lg.s), qwen35_free(lg.m);
+    for (int64_t i = 0; i < n; i++)
+        free(r[i].ids), free(r[i].rows), free(r[i].hidden);
+    free(r);
+    clef_release_free(rel);
+    return resident;
+}
+
+int main(void) {
+    if (clef_backend_cuda_device_count() == 0) {
+        printf("SKIPPED: no CUDA device\n");
+        return GPU_TEST_SKIPPED;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    clef_backend_params p = clef_backend_default_params();
+    if (clef_backend_cpu_create(&p, &cpu) != CLEF_OK || clef_backend_cuda_create(0, &gpu) != CLEF_OK) {
+        fprintf(stderr, "backend creation failed: %s\n", clef_last_error());
+        return 1;
+    }
+    size_t bf16 = weight_bytes_of(gpu, "tests/release/fixtures/bf16-single");
+    size_t nf4 = check_precision("nf4");
+    size_t fp8 = check_precision("fp8");
+    check_precision("int8");
+    printf("GPU resident: bf16-single %zu bytes, nf4 %zu, fp8 %zu\n", bf16, nf4, fp8);
+    CHECK_MSG(bf16 > 0 && nf4 > 0 && nf4 < bf16, "nf4 resident %zu bytes, bf16 %zu", nf4, bf16);
+    CHECK_MSG(bf16 > 0 && fp8 > 0 && fp8 < bf16, "fp8 resident %zu bytes, bf16 %zu", fp8, bf16);
+    clef_backend_free(gpu);
+    clef_backend_free(cpu);
+    return test_summary();
+}
