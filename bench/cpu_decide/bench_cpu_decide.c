@@ -10,6 +10,7 @@
  *   bench_cpu_decide RELEASE_DIR RECORD_FILE RUNS THREADS MAX_LENGTH
  */
 #include "../bench_util.h"
+#include "backend/cpu/cpu_isa.h"
 #include "clef.h"
 #include "core/io.h"
 
@@ -75,8 +76,10 @@ int main(int argc, char **argv) {
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
         printf("{\"load_s\": %.3f, \"ms\": %.3f, \"cpu_s\": %.3f, \"runs\": %d, \"threads\": %d, "
-               "\"peak_rss\": %lld, \"weight_bytes\": %llu, \"workspace_bytes\": %llu, \"answer\": %s}\n",
+               "\"isa\": \"%s\", \"peak_rss\": %lld, \"weight_bytes\": %llu, \"workspace_bytes\": %llu, "
+               "\"answer\": %s}\n",
                load_s, bench_median(wall, runs) * 1e3, bench_median(cpu, runs), runs, threads,
+               cpu_isa_name(cpu_isa_active()),
                (long long)ru.ru_maxrss * 1024, (unsigned long long)clef_model_weight_bytes(model),
                (unsigned long long)clef_model_workspace_bytes(model), answer);
     }

@@ -24,7 +24,9 @@
 #   bench/cpu_decide/run.sh [RUNS=5] [THREADS=nproc] [TOKENS=1024] [MAX_LENGTH=16384]
 #   env: HIDDEN (1024 | 384), DTYPE (bf16 | f32), LLAMA (native | avx2 | off: which llama.cpp
 #        build is the peer, default native), BUILD (default build; configured as Release if
-#        new), PYTHON (default python3)
+#        new), PYTHON (default python3), ORDER (forward: ours, torch, llama.cpp; reverse:
+#        llama.cpp, torch, ours — alternate it between runs on a shared machine),
+#        CLEF_CPU_ISA (avx2: our kernels capped at AVX2; the table names the level that ran)
 # Needs: pip install -r scripts/requirements.txt (and the reference head file, found as
 # scripts/head/oracle.py says); cmake and a C++ compiler for llama.cpp.
 set -euo pipefail
@@ -43,25 +45,32 @@ fi
 [ -f "$BUILD/CMakeCache.txt" ] || cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j2 --target bench_cpu_decide >/dev/null
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-ours=$("$BUILD/bench/cpu_decide/bench_cpu_decide" "$OUT/clef-bench" "$OUT/record-$TOKENS.json" "$RUNS" "$THREADS" "$MAX_LENGTH")
-peer=$("$PY" bench/cpu_decide/peer.py run "$OUT/clef-bench" "$OUT/record-$TOKENS.json" "$RUNS" "$THREADS" "$MAX_LENGTH" 2>/dev/null | tail -1)
-if [ "$LLAMA" != off ]; then
-    CTX=$(( (TOKENS + 64 + 255) / 256 * 256 ))
-    llama=$("$PY" bench/llama/server_peer.py "$LLAMA_BIN/llama-server" "$GGUF" "$OUT/record-$TOKENS.json" "$RUNS" "$THREADS" "$CTX" | tail -1)
-fi
+run_ours() {
+    ours=$("$BUILD/bench/cpu_decide/bench_cpu_decide" "$OUT/clef-bench" "$OUT/record-$TOKENS.json" "$RUNS" "$THREADS" "$MAX_LENGTH")
+}
+run_torch() {
+    peer=$("$PY" bench/cpu_decide/peer.py run "$OUT/clef-bench" "$OUT/record-$TOKENS.json" "$RUNS" "$THREADS" "$MAX_LENGTH" 2>/dev/null | tail -1)
+}
+run_llama() {
+    [ "$LLAMA" != off ] || return 0
+    local ctx=$(( (TOKENS + 64 + 255) / 256 * 256 ))
+    llama=$("$PY" bench/llama/server_peer.py "$LLAMA_BIN/llama-server" "$GGUF" "$OUT/record-$TOKENS.json" "$RUNS" "$THREADS" "$ctx" | tail -1)
+}
+ORDER=${ORDER:-forward}
+if [ "$ORDER" = reverse ]; then run_llama; run_torch; run_ours; else run_ours; run_torch; run_llama; fi
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-"$PY" - "$RUNS" "$MAX_LENGTH" "$ours" "$peer" "$llama" "$load_before" "$load_after" "$(nproc)" "$HIDDEN" "$DTYPE" "$LLAMA" <<'PYEOF'
+"$PY" - "$RUNS" "$MAX_LENGTH" "$ours" "$peer" "$llama" "$load_before" "$load_after" "$(nproc)" "$HIDDEN" "$DTYPE" "$LLAMA" "$ORDER" <<'PYEOF'
 import json, sys
 import torch, transformers
 runs, max_length = sys.argv[1:3]
 ours, peer, llama = (json.loads(a) for a in sys.argv[3:6])
-load_before, load_after, cores, hidden, dtype, llama_build = sys.argv[6:12]
+load_before, load_after, cores, hidden, dtype, llama_build, order = sys.argv[6:13]
 tokens = ours["answer"]["usage"]["input_tokens"]
 assert tokens == peer["answer"]["usage"]["input_tokens"], "ours and torch read different prompts"
 print(f"cpu_decide: one decision (request JSON -> answer JSON), Clef hidden {hidden}, 8 layers, {dtype.upper()} release,"
       f" {tokens} tokens, 12 options, {ours['threads']} threads, max_length {max_length}; median of {runs} after 1 warm-up;"
-      f" load timed apart")
-rows = [(f"clef cpu (C, {dtype.upper()} weights, fp32 math)", ours),
+      f" load timed apart; run order {order}")
+rows = [(f"clef cpu ({ours.get('isa', '?')}, {dtype.upper()} weights, fp32 math)", ours),
         (f"torch {torch.__version__.split('+')[0]} + transformers {transformers.__version__} fp32", peer)]
 if llama:
     rows.append((f"llama.cpp b11434 ({llama_build}) {dtype} GGUF, llama-server", llama))

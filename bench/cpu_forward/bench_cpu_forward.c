@@ -10,6 +10,7 @@
  *   bench_cpu_forward DIR T RUNS THREADS
  */
 #include "../bench_util.h"
+#include "backend/cpu/cpu_isa.h"
 #include "clef.h"
 #include "model/qwen35.h"
 
@@ -78,9 +79,9 @@ int main(int argc, char **argv) {
     double med = bench_median(times, runs), med_cpu = bench_median(cpu, runs);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("{\"ms\": %.3f, \"tok_s\": %.1f, \"cpu_s\": %.3f, \"peak_rss\": %lld, \"runs\": %d, \"weight_bytes\": %zu, \"state_bytes\": %zu}\n",
+    printf("{\"ms\": %.3f, \"tok_s\": %.1f, \"cpu_s\": %.3f, \"peak_rss\": %lld, \"runs\": %d, \"weight_bytes\": %zu, \"state_bytes\": %zu, \"isa\": \"%s\"}\n",
            med * 1e3, (double)T / med, med_cpu, (long long)ru.ru_maxrss * 1024, runs, qwen35_weight_bytes(m),
-           qwen35_state_bytes(s));
+           qwen35_state_bytes(s), cpu_isa_name(cpu_isa_active())); /* the GEMM tile that ran */
     free(times);
     free(cpu);
     free(ids);

@@ -15,7 +15,10 @@
 # the machine); separate processes, so peak RSS is each side's own.
 # Prints one table (ratios: how many times faster ours is than each row; peak RSS ours / row).
 #   bench/cpu_forward/run.sh [T=1024] [RUNS=5] [THREADS=nproc] [BUILD=build]
-#   env: HIDDEN (1024 | 384), DTYPE (bf16 | f32), LLAMA (native | avx2 | off), PYTHON
+#   env: HIDDEN (1024 | 384), DTYPE (bf16 | f32), LLAMA (native | avx2 | off), PYTHON,
+#        ORDER (forward: ours, torch, llama.cpp; reverse: llama.cpp, torch, ours — alternate
+#        it between runs on a shared machine, so no side always gets the quieter minutes),
+#        CLEF_CPU_ISA (avx2: our kernels capped at AVX2; the table names the level that ran)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 T=${1:-1024}; RUNS=${2:-5}; THREADS=${3:-$(nproc)}; BUILD=${4:-build}
@@ -32,18 +35,23 @@ if [ "$LLAMA" != off ]; then
     GGUF=$(bench/llama/llama.sh gguf "$DIR" "$DTYPE")
 fi
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-ours=$("$BUILD/bench/cpu_forward/bench_cpu_forward" "$DIR" "$T" "$RUNS" "$THREADS")
-peer=$("$PY" bench/cpu_forward/peer.py run "$DIR" "$T" "$RUNS" "$THREADS" 2>/dev/null | tail -1)
-[ "$LLAMA" = off ] || llama=$("$PY" bench/llama/bench_peer.py "$LLAMA_BIN/llama-bench" "$GGUF" "$T" "$RUNS" "$THREADS" | tail -1)
+run_ours() { ours=$("$BUILD/bench/cpu_forward/bench_cpu_forward" "$DIR" "$T" "$RUNS" "$THREADS"); }
+run_torch() { peer=$("$PY" bench/cpu_forward/peer.py run "$DIR" "$T" "$RUNS" "$THREADS" 2>/dev/null | tail -1); }
+run_llama() {
+    [ "$LLAMA" = off ] || llama=$("$PY" bench/llama/bench_peer.py "$LLAMA_BIN/llama-bench" "$GGUF" "$T" "$RUNS" "$THREADS" | tail -1)
+}
+ORDER=${ORDER:-forward}
+if [ "$ORDER" = reverse ]; then run_llama; run_torch; run_ours; else run_ours; run_torch; run_llama; fi
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-"$PY" - "$T" "$RUNS" "$THREADS" "$ours" "$peer" "$llama" "$HIDDEN" "$DTYPE" "$LLAMA" "$load_before" "$load_after" <<'PYEOF'
+"$PY" - "$T" "$RUNS" "$THREADS" "$ours" "$peer" "$llama" "$HIDDEN" "$DTYPE" "$LLAMA" "$load_before" "$load_after" "$ORDER" <<'PYEOF'
 import json, sys
 T, runs, threads = sys.argv[1:4]
 ours, peer, llama = (json.loads(a) for a in sys.argv[4:7])
-hidden, dtype, llama_build, load_before, load_after = sys.argv[7:12]
+hidden, dtype, llama_build, load_before, load_after, order = sys.argv[7:13]
 print(f"cpu_forward: Qwen3.5 text, hidden {hidden}, 8 layers, {dtype.upper()} release, {T} tokens, batch 1, {threads} threads,"
-      f" median of {runs} (warm-up and load excluded)")
-rows = [(f"clef cpu (fp32 math, {dtype.upper()} weights)", ours), ("torch 2.11 + transformers 5.17 fp32", peer)]
+      f" median of {runs} (warm-up and load excluded), run order {order}")
+rows = [(f"clef cpu ({ours.get('isa', '?')}, fp32 math, {dtype.upper()} weights)", ours),
+        ("torch 2.11 + transformers 5.17 fp32", peer)]
 if llama:
     rows.append((f"llama.cpp b11434 ({llama_build}) {dtype} GGUF, llama-bench", llama))
 print(f"| {'system':<45} | {'ms':>9} | {'tok/s':>8} | {'CPU s':>7} | {'peak RSS MiB':>12} | clef speed vs row | clef RSS / row |")

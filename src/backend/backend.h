@@ -154,8 +154,9 @@ typedef struct clef_backend_ops {
     int (*read)(clef_backend *be, void *host_dst, const void *src, size_t bytes);
     int (*synchronize)(clef_backend *be);
 
-    /* Weight formats. supports_format: 1 if matmul and get_rows run matrices of type t (as
-     * they are after prepare_matrix). NULL: F32 and BF16 only. */
+    /* Weight formats. supports_format: 1 if matmul runs matrices of type t (as they are after
+     * prepare_matrix) and get_rows runs them both prepared and as stored (a lookup table
+     * skips the prepare step: weight_loader.h). NULL: F32 and BF16 only. */
     int (*supports_format)(clef_backend *be, clef_wtype t);
 
     /* The prepare step of a weight matrix, once at load (optional: NULL prepared_size = the

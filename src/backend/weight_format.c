@@ -41,7 +41,9 @@ size_t clef_wtype_row_bytes(clef_wtype t, int64_t n) {
 }
 
 clef_matrix clef_matrix_slice_rows(const clef_matrix *m, int64_t r0, int64_t n) {
-    CLEF_ASSERT(m && r0 >= 0 && n > 0 && r0 + n <= m->rows);
+    /* a prepared matrix's data may be its backend's layout (CPU panels), not rows: slice
+     * the stored form and prepare each slice (weight_loader.h) */
+    CLEF_ASSERT(m && !m->packed && r0 >= 0 && n > 0 && r0 + n <= m->rows);
     size_t row_bytes = clef_wtype_row_bytes(m->type, m->ld);
     CLEF_ASSERT(row_bytes > 0); /* ld is a whole number of blocks */
     clef_matrix s = *m;

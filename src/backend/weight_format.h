@@ -114,13 +114,14 @@ typedef struct clef_matrix {
     const void *data;          /* rows x ld elements of `type`, in backend memory */
     const clef_quant *quant;   /* descriptor of the stored tensor (quantized types), else NULL */
     int64_t quant_row0;        /* first row of this matrix within the stored tensor */
-    const void *packed;        /* backend-private prepared form (prepare_matrix), or NULL */
+    const void *packed;        /* backend-private prepared form (prepare_matrix), or NULL;
+                                  when set, data may point at it too (no row-major form) */
 } clef_matrix;
 
 /* Rows [r0, r0 + n) of m as a matrix of the same type: data moved by r0 rows, quant_row0 by
- * r0, the descriptor shared. A backend-private packed form is dropped (it covers the whole
- * matrix; prepare slices separately, see weight_loader.h). Asserts 0 <= r0, n > 0,
- * r0 + n <= m->rows. */
+ * r0, the descriptor shared. Only a stored (unprepared) matrix slices: a prepared one's data
+ * may be in its backend's layout (prepare slices separately, see weight_loader.h). Asserts
+ * m->packed == NULL, 0 <= r0, n > 0, r0 + n <= m->rows. */
 clef_matrix clef_matrix_slice_rows(const clef_matrix *m, int64_t r0, int64_t n);
 
 /* Bytes of m's packed data (rows x ld elements of its type). */

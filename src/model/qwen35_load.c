@@ -166,16 +166,17 @@ int qwen35_load_placed(const clef_text_config *cfg, const clef_tensor_source *sr
     memcpy(m->layer_types, cfg->layer_types, sizeof(clef_layer_type) * (size_t)cfg->num_hidden_layers);
     m->cfg.layer_types = m->layer_types;
     clef_weight_loader wl = clef_weight_loader_init(be, src, &m->buffers, NULL, "", "config");
+    /* only looked up (get_rows), never multiplied: kept as stored, no prepared copy */
     if (embed_be) { /* the table on the host backend, through its own loader */
         clef_weight_loader el = clef_weight_loader_init(embed_be, src, &m->embed_buffers, NULL, "",
                                                         "config");
-        st = load_matrix(&el, "text.embed_tokens.weight", cfg->vocab_size, cfg->hidden_size,
-                         &m->w.embed);
+        st = clef_weight_load_table(&el, "text.embed_tokens.weight", cfg->vocab_size,
+                                    cfg->hidden_size, &m->w.embed);
         m->weight_bytes += el.bytes;
         clef_weight_loader_free(&el);
     } else {
-        st = load_matrix(&wl, "text.embed_tokens.weight", cfg->vocab_size, cfg->hidden_size,
-                         &m->w.embed);
+        st = clef_weight_load_table(&wl, "text.embed_tokens.weight", cfg->vocab_size,
+                                    cfg->hidden_size, &m->w.embed);
     }
     if (st == CLEF_OK)
         st = load_vec1(&wl, "text.norm.weight", cfg->hidden_size, &m->w.final_norm);

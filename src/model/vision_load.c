@@ -126,7 +126,8 @@ int vision_load(const clef_vision_config *cfg, const clef_tensor_source *src, cl
     if (st == CLEF_OK)
         st = clef_weight_load_vector(&wl, "vision.patch_embed.proj.bias", &H, 1, &w->patch_b);
     if (st == CLEF_OK)
-        st = clef_weight_load_matrix(&wl, "vision.pos_embed.weight", side * side, H, &w->pos);
+        /* only looked up (get_rows): kept as stored, no prepared copy */
+        st = clef_weight_load_table(&wl, "vision.pos_embed.weight", side * side, H, &w->pos);
     for (int64_t i = 0; st == CLEF_OK && i < cfg->depth; i++)
         st = load_block(cfg, &wl, i, &w->blocks[i]);
     if (st == CLEF_OK)

@@ -162,16 +162,23 @@ static int load_quantized(clef_weight_loader *L, const char *name, const clef_te
 }
 
 /* load_matrix_parts of a tensor stored with n_dims dims (dims: their sizes, product rows x
- * cols): the matrix view of a tensor like a Conv3d kernel [out, C, T, P, P]. */
+ * cols): the matrix view of a tensor like a Conv3d kernel [out, C, T, P, P]. prepare 0: a
+ * lookup table (clef_weight_load_table), kept as stored. */
 static int load_matrix_view(clef_weight_loader *L, const char *name, int n_dims,
                             const int64_t *stored_dims, int64_t rows, int64_t cols, int n_parts,
-                            const int64_t *part_rows, clef_matrix *out);
+                            const int64_t *part_rows, int prepare, clef_matrix *out);
 
 int clef_weight_load_matrix_parts(clef_weight_loader *L, const char *name, int64_t rows,
                                   int64_t cols, int n_parts, const int64_t *part_rows,
                                   clef_matrix *out) {
     const int64_t dims[2] = {rows, cols};
-    return load_matrix_view(L, name, 2, dims, rows, cols, n_parts, part_rows, out);
+    return load_matrix_view(L, name, 2, dims, rows, cols, n_parts, part_rows, 1, out);
+}
+
+int clef_weight_load_table(clef_weight_loader *L, const char *name, int64_t rows, int64_t cols,
+                           clef_matrix *out) {
+    const int64_t dims[2] = {rows, cols};
+    return load_matrix_view(L, name, 2, dims, rows, cols, 1, &rows, 0, out);
 }
 
 int clef_weight_load_matrix_nd(clef_weight_loader *L, const char *name, int n_dims,
@@ -180,12 +187,12 @@ int clef_weight_load_matrix_nd(clef_weight_loader *L, const char *name, int n_di
     int64_t cols = 1;
     for (int i = 1; i < n_dims; i++)
         cols *= dims[i];
-    return load_matrix_view(L, name, n_dims, dims, dims[0], cols, 1, &dims[0], out);
+    return load_matrix_view(L, name, n_dims, dims, dims[0], cols, 1, &dims[0], 1, out);
 }
 
 static int load_matrix_view(clef_weight_loader *L, const char *name, int n_dims,
                             const int64_t *stored_dims, int64_t rows, int64_t cols, int n_parts,
-                            const int64_t *part_rows, clef_matrix *out) {
+                            const int64_t *part_rows, int prepare, clef_matrix *out) {
     int64_t sum = 0;
     for (int i = 0; i < n_parts; i++)
         sum += part_rows[i];
@@ -217,7 +224,7 @@ static int load_matrix_view(clef_weight_loader *L, const char *name, int n_dims,
     int64_t r0 = 0;
     for (int i = 0; i < n_parts; r0 += part_rows[i], i++) {
         clef_matrix part = n_parts == 1 ? whole : clef_matrix_slice_rows(&whole, r0, part_rows[i]);
-        size_t need = clef_backend_prepared_size(L->be, &part);
+        size_t need = prepare ? clef_backend_prepared_size(L->be, &part) : 0;
         if (need == 0) {
             out[i] = part;
             stored_used = 1;

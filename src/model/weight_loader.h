@@ -9,9 +9,10 @@
  * through a bounded host staging buffer (CLEF_WEIGHT_STAGING_BYTES at most, reused for every
  * tensor) and the backend's write, never by writing backend memory from the host, so the same
  * loader serves a CPU and a GPU backend. Matrices keep their stored format and then pass the
- * backend's prepare step (clef_backend_prepare_matrix: the CPU widens F16, a GPU packs on
- * upload); vectors (norms, biases, conv taps, gate parameters) become fp32 through the one
- * dtype conversion of core/convert.h.
+ * backend's prepare step (clef_backend_prepare_matrix: the CPU pre-packs its GEMM panels, a
+ * GPU packs on upload), except lookup tables (clef_weight_load_table); vectors (norms,
+ * biases, conv taps, gate parameters) become fp32 through the one dtype conversion of
+ * core/convert.h.
  *
  *   clef_weight_loader L = clef_weight_loader_init(be, &src, &buffers, "joint head", "head.",
  *                                                  "joint_head_config.json");
@@ -84,6 +85,12 @@ int clef_weight_find(clef_weight_loader *L, const char *name, int n_dims, const 
 /* A matrix [rows, cols] in its stored format (F32, BF16 or F16), placed and prepared. */
 int clef_weight_load_matrix(clef_weight_loader *L, const char *name, int64_t rows, int64_t cols,
                             clef_matrix *out);
+
+/* A matrix [rows, cols] read only by get_rows (an embedding table): placed in its stored
+ * format without the prepare step, so it is never held twice, not even while loading (a
+ * backend's prepared form is for its matmul). */
+int clef_weight_load_table(clef_weight_loader *L, const char *name, int64_t rows, int64_t cols,
+                           clef_matrix *out);
 
 /* A tensor stored with n_dims >= 2 dims (dims: their sizes) as the matrix [dims[0], product
  * of the other dims] in its stored format (F32, BF16 or F16), placed and prepared: a Conv3d

@@ -546,14 +546,26 @@ static void test_matmul_fma_order(clef_backend *be, int64_t M, int64_t N, int64_
         }
     clef_matrix w = {.type = wt, .rows = N, .cols = K, .ld = K,
                      .data = wt == CLEF_WTYPE_BF16 ? (const void *)wb : (const void *)wf};
-    clef_matmul(be, M, x, K, &w, bias, y, N, accumulate);
-    int64_t diff = 0;
-    for (int64_t i = 0; i < M * N; i++)
-        diff += memcmp(&y[i], &ref[i], sizeof(float)) != 0;
-    CHECK_MSG(diff == 0, "matmul %s M=%lld N=%lld K=%lld at %s: %lld elements differ from the fmaf chain",
-              clef_wtype_name(wt), (long long)M, (long long)N, (long long)K,
-              cpu_isa_name(cpu_isa_active()), (long long)diff);
-    free(x), free(wf), free(wb), free(bias), free(y), free(ref);
+    /* the weight as stored, then pre-packed as the loader prepares it (the panels are built
+     * at this level and must give the same bits at every level: tests run all of them) */
+    void *panels = clef_backend_alloc(be, clef_backend_prepared_size(be, &w));
+    clef_matrix prepared;
+    CHECK_EQ_INT(clef_backend_prepare_matrix(be, &w, panels, &prepared), CLEF_OK);
+    float *y0 = malloc(sizeof(float) * (size_t)(M * N));
+    memcpy(y0, y, sizeof(float) * (size_t)(M * N));
+    for (int form = 0; form < 2; form++) {
+        memcpy(y, y0, sizeof(float) * (size_t)(M * N));
+        clef_matmul(be, M, x, K, form ? &prepared : &w, bias, y, N, accumulate);
+        int64_t diff = 0;
+        for (int64_t i = 0; i < M * N; i++)
+            diff += memcmp(&y[i], &ref[i], sizeof(float)) != 0;
+        CHECK_MSG(diff == 0, "matmul %s (%s) M=%lld N=%lld K=%lld at %s: %lld elements differ from "
+                  "the fmaf chain", clef_wtype_name(wt), form ? "pre-packed" : "stored",
+                  (long long)M, (long long)N, (long long)K, cpu_isa_name(cpu_isa_active()),
+                  (long long)diff);
+    }
+    clef_backend_release(be, panels);
+    free(x), free(wf), free(wb), free(bias), free(y), free(y0), free(ref);
 }
 
 /* Outputs of the ops with vector paths (and of the ops built on the GEMM) at the active level,
@@ -635,6 +647,12 @@ int main(void) {
     /* the portable level's outputs, the reference every vector level must equal bit for bit */
     const cpu_isa best = cpu_isa_best();
     printf("instruction-set levels tested: portable C up to %s\n", cpu_isa_name(best));
+    /* CLEF_CPU_ISA (scripts/test.sh runs the suite capped at avx2): the cap must hold */
+    const char *cap = getenv("CLEF_CPU_ISA");
+    if (cap && strcmp(cap, "avx2") == 0)
+        CHECK_MSG(best <= CPU_ISA_AVX2, "CLEF_CPU_ISA=avx2 but %s is used", cpu_isa_name(best));
+    if (cap && (strcmp(cap, "c") == 0 || strcmp(cap, "scalar") == 0))
+        CHECK_MSG(best == CPU_ISA_SCALAR, "CLEF_CPU_ISA=%s but %s is used", cap, cpu_isa_name(best));
     float *portable = malloc(sizeof(float) * ISA_OUT_FLOATS);
     cpu_isa_set_limit(CPU_ISA_SCALAR);
     size_t n_portable = isa_outputs(be, portable);
@@ -642,7 +660,7 @@ int main(void) {
         cpu_isa_set_limit((cpu_isa)level);
         CHECK(cpu_isa_active() == (cpu_isa)level);
         test_isa_levels_agree(be, portable, n_portable);
-        const int64_t shapes[][3] = {{1, 1, 1}, {7, 45, 300}, {13, 100, 513}, {260, 33, 40}};
+        const int64_t shapes[][3] = {{1, 1, 1}, {7, 45, 300}, {13, 100, 513}, {260, 33, 40}, {5, 1100, 70}};
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int wt = 0; wt < 2; wt++)
                 test_matmul_fma_order(be, shapes[s][0], shapes[s][1], shapes[s][2], (clef_wtype)wt,

@@ -217,7 +217,9 @@ static void test_plain_formats(clef_backend *be) {
     CHECK(clef_backend_supports_format(be, CLEF_WTYPE_INT8_CONVROT));
     clef_matrix mh = {.type = CLEF_WTYPE_F16, .rows = N, .cols = K, .ld = K, .data = wh};
     size_t need = clef_backend_prepared_size(be, &mh);
-    CHECK_EQ_INT(need, sizeof(float) * N * K);
+    /* fp32, rows padded to a whole GEMM panel at most (the CPU pre-packs at load) */
+    CHECK_MSG(need >= sizeof(float) * N * K && need < sizeof(float) * (N + 64) * K,
+              "prepared F16 [%d, %d]: %zu bytes", N, K, need);
     void *prep = clef_backend_alloc(be, need);
     clef_matrix mp;
     CHECK_EQ_INT(clef_backend_prepare_matrix(be, &mh, prep, &mp), CLEF_OK);
@@ -248,6 +250,28 @@ static void test_plain_formats(clef_backend *be) {
                   clef_wtype_name(plain[p].type));
     }
 
+    /* F32 and BF16 are pre-packed at load too (resident once, at their stored width): the
+     * prepared matrix gives the stored one's bits, through matmul and get_rows */
+    for (int p = 0; p < 2; p++) {
+        size_t bytes = clef_backend_prepared_size(be, &plain[p]);
+        size_t width = plain[p].type == CLEF_WTYPE_BF16 ? 2 : 4;
+        CHECK_MSG(bytes >= width * N * K && bytes < width * (N + 64) * K, "prepared %s: %zu bytes",
+                  clef_wtype_name(plain[p].type), bytes);
+        void *buf = clef_backend_alloc(be, bytes);
+        clef_matrix prepared;
+        CHECK_EQ_INT(clef_backend_prepare_matrix(be, &plain[p], buf, &prepared), CLEF_OK);
+        CHECK_EQ_INT(prepared.type, plain[p].type);
+        clef_matmul(be, T, x, K, &plain[p], NULL, y_whole, N, 0);
+        clef_matmul(be, T, x, K, &prepared, NULL, y_part, N, 0);
+        CHECK_MSG(memcmp(y_whole, y_part, sizeof(float) * T * N) == 0,
+                  "prepared %s matmul != stored", clef_wtype_name(plain[p].type));
+        clef_get_rows(be, &plain[p], 3, ids, rows_ref, K);
+        clef_get_rows(be, &prepared, 3, ids, rows_got, K);
+        CHECK_MSG(memcmp(rows_ref, rows_got, sizeof rows_ref) == 0, "prepared %s get_rows != stored",
+                  clef_wtype_name(plain[p].type));
+        clef_backend_release(be, buf);
+    }
+
     /* caller-planned scratch: same bits as the backend's own */
     size_t ws = clef_matmul_workspace_size(be, T, &mf);
     CHECK(ws > 0);
@@ -259,6 +283,21 @@ static void test_plain_formats(clef_backend *be) {
 }
 
 /* ---- the loader: bounded staging, and a backend that refuses a format ----------------- */
+
+/* All rows of m as fp32, row-major, into host memory (an embedding lookup of every row). */
+static void read_matrix(clef_backend *be, const clef_matrix *m, float *out) {
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)m->rows);
+    for (int64_t i = 0; i < m->rows; i++)
+        ids[i] = (int32_t)i;
+    int32_t *d_ids = clef_backend_alloc(be, sizeof(int32_t) * (size_t)m->rows);
+    float *d_out = clef_backend_alloc(be, sizeof(float) * (size_t)(m->rows * m->cols));
+    CHECK_EQ_INT(clef_backend_write(be, d_ids, ids, sizeof(int32_t) * (size_t)m->rows), CLEF_OK);
+    clef_get_rows(be, m, m->rows, d_ids, d_out, m->cols);
+    CHECK_EQ_INT(clef_backend_synchronize(be), CLEF_OK);
+    CHECK_EQ_INT(clef_backend_read(be, out, d_out, sizeof(float) * (size_t)(m->rows * m->cols)), CLEF_OK);
+    clef_backend_release(be, d_ids), clef_backend_release(be, d_out);
+    free(ids);
+}
 
 static void test_staging_pieces(clef_backend *be) {
     clef_release *rel = NULL;
@@ -282,7 +321,7 @@ static void test_staging_pieces(clef_backend *be) {
         CHECK_EQ_INT(m.type, CLEF_WTYPE_F32); /* the CPU prepared the stored F16 */
         CHECK_EQ_INT(set.n, 2);               /* the stored F16 buffer was released */
         float *hm = malloc(sizeof(float) * mat_floats), *hv = malloc(sizeof(float) * c->hidden_size);
-        clef_backend_read(be, hm, m.data, sizeof(float) * mat_floats);
+        read_matrix(be, &m, hm); /* through get_rows: the prepared form is the backend's layout */
         clef_backend_read(be, hv, v, sizeof(float) * c->hidden_size);
         if (i == 0) {
             /* one read of the stored bytes, converted here: the reference */

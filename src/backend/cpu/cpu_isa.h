@@ -4,7 +4,8 @@
  * Every kernel that has vector paths (the GEMM register tile and its packing, the vector exp
  * behind SiLU / sigmoid / exp) compiles all of them into every build, each in a function with
  * a target attribute, and picks one per call from cpu_isa_active(): the best level that the
- * CPU supports (cpuid, once) and the build allows. A native build (CLEF_NATIVE=ON, or any
+ * CPU supports (cpuid, once), the build allows and the environment variable CLEF_CPU_ISA
+ * (avx512 | avx2 | c; read once, with cpuid) permits. A native build (CLEF_NATIVE=ON, or any
  * build without CLEF_CPU_DISPATCH) allows what its compile flags enable, so -march=x86-64-v3
  * runs the AVX2 path even on an AVX-512 machine; a portable build (CLEF_NATIVE=OFF defines
  * CLEF_CPU_DISPATCH) allows everything, so one x86-64 binary uses AVX2 or AVX-512 where present.
@@ -29,7 +30,7 @@ typedef enum cpu_isa { CPU_ISA_SCALAR = 0, CPU_ISA_AVX2 = 1, CPU_ISA_AVX512 = 2 
 /* The level the kernels use now: min(cpu, build, limit). Cheap (one relaxed atomic load). */
 cpu_isa cpu_isa_active(void);
 
-/* The best level this build may use on this CPU (ignores the limit). */
+/* The best level this build may use on this CPU under CLEF_CPU_ISA (ignores the limit). */
 cpu_isa cpu_isa_best(void);
 
 /* Caps the active level (tests and benches run the lower paths on a better CPU; the cap is

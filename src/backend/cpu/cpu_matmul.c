@@ -4,7 +4,8 @@
  * MR-row blocks of x; either way each element is computed by the same kernel sequence, so
  * results never depend on the thread count or on the other rows of the batch.
  * Packing buffers: the caller's scratch (one per thread, cpu_matmul_workspace_size) or the
- * backend handle's own.
+ * backend handle's own. A weight prepared at load (cpu_weights.c) carries its pre-packed
+ * panels in `packed`: the GEMM then reads them instead of packing W on every call.
  */
 #include "backend/cpu/cpu_internal.h"
 
@@ -22,7 +23,11 @@ void cpu_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const 
     }
     CLEF_ASSERT(w->type == CLEF_WTYPE_F32 || w->type == CLEF_WTYPE_BF16);
     const int64_t N = w->rows, K = w->cols;
-    const cpu_gemm_b B = {.type = w->type, .layout = CPU_GEMM_B_NK, .data = w->data, .ld = w->ld};
+    const cpu_gemm_b B = w->packed
+                             ? (cpu_gemm_b){.type = w->type, .layout = CPU_GEMM_B_PANELS,
+                                            .data = w->packed, .ld = w->cols}
+                             : (cpu_gemm_b){.type = w->type, .layout = CPU_GEMM_B_NK,
+                                            .data = w->data, .ld = w->ld};
     const int64_t n_panels = (N + CPU_GEMM_NR - 1) / CPU_GEMM_NR;
     const int64_t m_blocks = (T + CPU_GEMM_MR - 1) / CPU_GEMM_MR;
     int nth = be->n_threads;
@@ -52,17 +57,24 @@ void cpu_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const 
 
 void cpu_get_rows(clef_backend *be, const clef_matrix *e, int64_t n, const int32_t *ids, float *y,
                   int64_t ldy) {
-    CLEF_ASSERT(e->type == CLEF_WTYPE_F32 || e->type == CLEF_WTYPE_BF16); /* F16: prepared */
+    CLEF_ASSERT(e->type == CLEF_WTYPE_F32 || e->type == CLEF_WTYPE_BF16 ||
+                e->type == CLEF_WTYPE_F16); /* an embedding is kept as stored */
     const int64_t D = e->cols;
 #pragma omp parallel for num_threads(be->n_threads) schedule(static)
     for (int64_t t = 0; t < n; t++) {
         int64_t id = ids[t];
         CLEF_ASSERT(id >= 0 && id < e->rows); /* ids are validated against the vocabulary */
         float *dst = y + t * ldy;
-        if (e->type == CLEF_WTYPE_BF16) {
+        if (e->packed) { /* a prepared weight: its row is a column of its panels */
+            cpu_gemm_panels_row(e->packed, e->type, D, id, dst);
+        } else if (e->type == CLEF_WTYPE_BF16) {
             const uint16_t *src = (const uint16_t *)e->data + id * e->ld;
             for (int64_t i = 0; i < D; i++)
                 dst[i] = clef_bf16_to_f32(src[i]);
+        } else if (e->type == CLEF_WTYPE_F16) { /* exact: every half is a float */
+            const uint16_t *src = (const uint16_t *)e->data + id * e->ld;
+            for (int64_t i = 0; i < D; i++)
+                dst[i] = clef_f16_to_f32(src[i]);
         } else {
             memcpy(dst, (const float *)e->data + id * e->ld, sizeof(float) * (size_t)D);
         }
