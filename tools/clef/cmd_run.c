@@ -34,8 +34,9 @@ static void run_usage(FILE *out) {
     fprintf(out,
             "usage: clef run --model DIR [--record FILE|-]\n"
             "                [--questions FILE|- (--state TEXT | --state-file FILE)]\n"
-                   !strcmp(a, "--truncation") || !strcmp(a, "--image") ||
-                   !strcmp(a, "--device") || !strcmp(a, "--profile")) {
+            "                [--image FILE]... [--device cpu|cuda[:N]]\n"
+            "                [--profile resident|host-embed] [--max-length N]\n"
+            "                [--threads N] [--truncation truncate|refuse]\n"
             "                [--json|--table] [--quiet]\n"
             "\n"
             "Decide one record with the Clef release in DIR and print the answer.\n"
