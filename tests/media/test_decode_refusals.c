@@ -17,36 +17,10 @@
 #include "media/image_decode.h"
 #include "media/image_processor.h"
 #include "media/image_source.h"
+#include "media_fixture.h"
 #include "test.h"
 
 #include <stdlib.h>
-
-static uint8_t *read_all(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    uint8_t *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 65536;
-            uint8_t *grown = realloc(buf, cap);
-            if (!grown) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = grown;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        if (!got)
-            break;
-        n += got;
-    }
-    fclose(f);
-    *size = n;
-    return buf;
-}
 
 /* Small processor settings: these checks are about decoding, not about big outputs. */
 static int process(const uint8_t *bytes, size_t size, clef_image_format format, const char *what) {
@@ -73,7 +47,7 @@ static void check_refusal_list(const char *dir) {
     while (fscanf(list, "%127s %31s %31s", name, status, pillow) == 3) {
         snprintf(path, sizeof path, "%s/%s", dir, name);
         size_t size = 0;
-        uint8_t *bytes = read_all(path, &size);
+        uint8_t *bytes = media_fixture_read(path, &size);
         CHECK_MSG(bytes != NULL, "cannot read %s", path);
         if (!bytes)
             continue;
@@ -106,7 +80,7 @@ static void check_damaged(const char *dir) {
     for (size_t f = 0; f < sizeof images / sizeof images[0]; f++) {
         snprintf(path, sizeof path, "%s/%s", dir, images[f]);
         size_t size = 0;
-        uint8_t *bytes = read_all(path, &size);
+        uint8_t *bytes = media_fixture_read(path, &size);
         CHECK_MSG(bytes != NULL, "cannot read %s", path);
         if (!bytes)
             continue;
@@ -150,7 +124,7 @@ static void check_wrong_type(const char *dir) {
     for (int i = 0; i < 3; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, cases[i][0]);
         size_t size = 0;
-        uint8_t *bytes = read_all(path, &size);
+        uint8_t *bytes = media_fixture_read(path, &size);
         if (!bytes) {
             CHECK_MSG(0, "cannot read %s", path);
             continue;

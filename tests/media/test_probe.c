@@ -9,30 +9,10 @@
 #include "clef.h"
 #include "media/image_probe.h"
 #include "media/image_source.h"
+#include "media_fixture.h"
 #include "test.h"
 
 #include <stdlib.h>
-
-static uint8_t *read_all(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    uint8_t *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 4096;
-            buf = realloc(buf, cap);
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        if (!got)
-            break;
-        n += got;
-    }
-    fclose(f);
-    *size = n;
-    return buf;
-}
 
 int main(int argc, char **argv) {
     if (argc != 2) {
@@ -49,7 +29,7 @@ int main(int argc, char **argv) {
     while (fscanf(list, "%255s %31s %31s", name, a, b) == 3) {
         snprintf(path, sizeof path, "%s/%s", argv[1], name);
         size_t size = 0;
-        uint8_t *bytes = read_all(path, &size);
+        uint8_t *bytes = media_fixture_read(path, &size);
         CHECK_MSG(bytes != NULL, "cannot read %s", path);
         if (!bytes)
             continue;

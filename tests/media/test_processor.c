@@ -25,38 +25,12 @@
 #include "media/image_processor.h"
 #include "media/image_source.h"
 #include "media/pil_resize.h"
+#include "media_fixture.h"
 #include "test.h"
 
 #include <openssl/evp.h>
 
 #include <stdlib.h>
-
-static uint8_t *read_all(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    uint8_t *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 65536;
-            uint8_t *grown = realloc(buf, cap);
-            if (!grown) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = grown;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        if (!got)
-            break;
-        n += got;
-    }
-    fclose(f);
-    *size = n;
-    return buf;
-}
 
 static void sha256_hex(const void *data, size_t size, char hex[65]) {
     unsigned char md[32];
@@ -118,7 +92,7 @@ static int check_case(FILE *list, const char *dir) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, file_name);
     size_t size = 0;
-    uint8_t *bytes = read_all(path, &size);
+    uint8_t *bytes = media_fixture_read(path, &size);
     CHECK_MSG(bytes != NULL, "cannot read %s", path);
     if (!bytes)
         return 1;

@@ -16,28 +16,12 @@
  */
 #include "clef.h"
 #include "media/video_processor.h"
+#include "media_fixture.h"
 #include "test.h"
 
 #include <openssl/evp.h>
 
 #include <stdlib.h>
-
-static uint8_t *read_all(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = n > 0 ? malloc((size_t)n) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *size = buf ? (size_t)n : 0;
-    return buf;
-}
 
 static void sha256_hex(const void *data, size_t size, char hex[65]) {
     unsigned char md[32];
@@ -138,7 +122,7 @@ static void check_videos(const char *dir) {
             CHECK(fscanf(f, "%lf", &ts[i]) == 1);
         snprintf(path, sizeof path, "%s/%s", dir, file);
         size_t size = 0;
-        uint8_t *bytes = read_all(path, &size);
+        uint8_t *bytes = media_fixture_read(path, &size);
         CHECK_MSG(bytes != NULL, "cannot read %s", path);
         clef_video_params p;
         clef_video_default_params(&p);
@@ -191,7 +175,7 @@ static void check_refusals(const char *dir) {
     char path[1024];
     snprintf(path, sizeof path, "%s/raw_rgb.avi", dir);
     size_t size = 0;
-    uint8_t *bytes = read_all(path, &size);
+    uint8_t *bytes = media_fixture_read(path, &size);
     if (!bytes) {
         CHECK_MSG(0, "cannot read %s", path);
         return;
