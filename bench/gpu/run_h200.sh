@@ -22,16 +22,7 @@ shift 2
 STEPS=${*:-"ops model decide cores9 cores27 bench9 peer9 bench27 peer27"}
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$LOG"
-# cuBLASLt: the toolkit's, or the one PyTorch's wheels carry
-for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
-  [ -e "$d/libcublasLt.so.13" ] && CUBLAS_DIR=$d && break
-done
-if [ -z "${CUBLAS_DIR:-}" ]; then
-  f=$(find / -name 'libcublasLt.so.13' -not -path '*/proc/*' 2>/dev/null | head -1)
-  CUBLAS_DIR=$(dirname "$f")
-fi
-export LD_LIBRARY_PATH="$BIN/lib:${CUBLAS_DIR}:${LD_LIBRARY_PATH:-}"
-nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm,driver_version --format=csv | tee "$LOG/gpu.txt"
+. "$HERE/gpu_env.sh"   # cuBLASLt on LD_LIBRARY_PATH, $LOG/gpu.txt
 if [ -d "$BIN/whl" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$BIN"/whl/*.whl \
     && export PYTHONPATH=/tmp/site

@@ -18,6 +18,7 @@
  */
 #include "backend/cuda/cuda_quant.h"
 #include "clef.h"
+#include "backbone_records.h"
 #include "gpu_test_util.h"
 #include "model/qwen35.h"
 #include "test.h"
@@ -25,45 +26,6 @@
 #include <stdio.h>
 
 static clef_backend *cpu, *gpu;
-
-/* ---- the CLEFBB01 records of scripts/backbone/make_fixtures.py ------------------------------ */
-
-typedef struct record {
-    int64_t T, n_rows;
-    int32_t *ids, *rows;
-    float *hidden;
-} record;
-
-static int read_u32(FILE *f, uint32_t *v) { return fread(v, 4, 1, f) == 1; }
-
-static int load_records(const char *path, int64_t *n_out, int64_t *D_out, record **out) {
-    FILE *f = fopen(path, "rb");
-    char magic[8];
-    uint32_t n, D;
-    if (!f || fread(magic, 8, 1, f) != 1 || memcmp(magic, "CLEFBB01", 8) || !read_u32(f, &n) || !read_u32(f, &D)) {
-        if (f)
-            fclose(f);
-        return 0;
-    }
-    record *r = calloc(n, sizeof(record));
-    *out = r, *n_out = n, *D_out = D;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t T, nr;
-        if (!read_u32(f, &T))
-            return fclose(f), 0;
-        r[i].T = T;
-        r[i].ids = malloc(4 * (size_t)T);
-        if (fread(r[i].ids, 4, T, f) != T || !read_u32(f, &nr))
-            return fclose(f), 0;
-        r[i].n_rows = nr;
-        r[i].rows = malloc(4 * (size_t)nr);
-        r[i].hidden = malloc(4 * (size_t)nr * D);
-        if (fread(r[i].rows, 4, nr, f) != nr || fread(r[i].hidden, 4, (size_t)nr * D, f) != (size_t)nr * D)
-            return fclose(f), 0;
-    }
-    fclose(f);
-    return 1;
-}
 
 typedef struct loaded {
     qwen35_model *m;
@@ -173,9 +135,7 @@ static size_t check_precision(const char *name) {
     }
     qwen35_state_free(lc.s), qwen35_free(lc.m);
     qwen35_state_free(lg.s), qwen35_free(lg.m);
-    for (int64_t i = 0; i < n; i++)
-        free(r[i].ids), free(r[i].rows), free(r[i].hidden);
-    free(r);
+    records_free(r, n);
     clef_release_free(rel);
     return resident;
 }
