@@ -22,6 +22,7 @@
  *      backend.
  */
 #include "test.h"
+#include "json_compact.h"
 
 #include "clef.h"
 
@@ -329,16 +330,6 @@ static int decide_all(clef_backend *be, const clef_release *rel, const clef_enco
     qwen35_free(m);
     free(ids);
     return st;
-}
-
-static char *render_compact(const json_value *v) {
-    clef_strbuf b = {0};
-    json_render_opts o = {.sort_keys = 0};
-    if (json_render(v, &o, &b) != CLEF_OK) {
-        clef_strbuf_free(&b);
-        return NULL;
-    }
-    return clef_strbuf_take(&b, NULL);
 }
 
 static void check_oracle_records(const char *fixture) {

@@ -24,6 +24,7 @@
  *      its own status and message; a record prepared on another model is refused.
  */
 #include "test.h"
+#include "json_compact.h"
 
 #include "clef.h"
 #include "core/io.h"
@@ -50,16 +51,6 @@
 
 #define N_MIXED 100
 #define BATCH 4
-
-static char *render_compact(const json_value *v) {
-    clef_strbuf b = {0};
-    json_render_opts o = {.sort_keys = 0};
-    if (json_render(v, &o, &b) != CLEF_OK) {
-        clef_strbuf_free(&b);
-        return NULL;
-    }
-    return clef_strbuf_take(&b, NULL);
-}
 
 /* The oracle's answer, with usage.truncated_tokens added where the state was cut (spec/api.md
  * asks for it; the reference systemone() lacks it). */

@@ -16,6 +16,7 @@
  * failing validation, and a record over max_length under the refuse policy.
  */
 #include "test.h"
+#include "json_compact.h"
 
 #include "clef.h"
 #include "core/io.h"
@@ -31,16 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
-static char *render_compact(const json_value *v) {
-    clef_strbuf b = {0};
-    json_render_opts o = {.sort_keys = 0};
-    if (json_render(v, &o, &b) != CLEF_OK) {
-        clef_strbuf_free(&b);
-        return NULL;
-    }
-    return clef_strbuf_take(&b, NULL);
-}
 
 static void check_ids(const tok_tokenizer *tok, const char *name, const char *request,
                       int32_t max_length, const json_value *ids) {

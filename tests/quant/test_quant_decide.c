@@ -22,6 +22,7 @@
  * decision closer than the errors would be luck, not parity).
  */
 #include "test.h"
+#include "json_compact.h"
 
 #include "clef.h"
 #include "core/io.h"
@@ -54,16 +55,6 @@ typedef struct hidden_rows {
     int32_t *rows;
     float *hidden; /* [n_rows][D] */
 } hidden_rows;
-
-static char *render_compact(const json_value *v) {
-    clef_strbuf b = {0};
-    json_render_opts o = {.sort_keys = 0};
-    if (json_render(v, &o, &b) != CLEF_OK) {
-        clef_strbuf_free(&b);
-        return NULL;
-    }
-    return clef_strbuf_take(&b, NULL);
-}
 
 static json_doc *read_json(const char *path) {
     char *text = NULL;

@@ -20,6 +20,7 @@
  * video (unsupported), a truncated PNG, images over the request's 8 MiB total.
  */
 #include "test.h"
+#include "json_compact.h"
 
 #include "clef.h"
 #include "core/error.h"
@@ -42,16 +43,6 @@ typedef struct fixture {
     size_t n_pixels;
     int64_t patch_dim;
 } fixture;
-
-static char *render_compact(const json_value *v) {
-    clef_strbuf b = {0};
-    json_render_opts o = {.sort_keys = 0};
-    if (json_render(v, &o, &b) != CLEF_OK) {
-        clef_strbuf_free(&b);
-        return NULL;
-    }
-    return clef_strbuf_take(&b, NULL);
-}
 
 /* The image field as sent: a data URL, or the base64 of {content_type, base64}. */
 static const char *image_key(const json_value *v) {
