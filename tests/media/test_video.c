@@ -18,18 +18,9 @@
 #include "media/video_processor.h"
 #include "media_fixture.h"
 #include "test.h"
-
-#include <openssl/evp.h>
+#include "sha256_hex.h"
 
 #include <stdlib.h>
-
-static void sha256_hex(const void *data, size_t size, char hex[65]) {
-    unsigned char md[32];
-    unsigned int len = 0;
-    EVP_Digest(data, size, md, &len, EVP_sha256(), NULL);
-    for (int i = 0; i < 32; i++)
-        snprintf(hex + 2 * i, 3, "%02x", md[i]);
-}
 
 static void check_sampling(const char *dir) {
     char path[1024];

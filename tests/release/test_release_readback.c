@@ -7,6 +7,7 @@
  * through clef_release_read (pread) and clef_release_map (read-only mapping).
  */
 #include "test.h"
+#include "sha256_hex.h"
 
 #include "core/io.h"
 #include "json/json.h"
@@ -14,18 +15,9 @@
 #include "release/names.h"
 #include "release/release.h"
 
-#include <openssl/evp.h>
 #include <stdlib.h>
 
 #define FIXTURES "tests/release/fixtures"
-
-static void sha256_hex(const void *data, size_t n, char hex[65]) {
-    unsigned char md[32];
-    unsigned int md_len = 0;
-    EVP_Digest(data, n, md, &md_len, EVP_sha256(), NULL);
-    for (int i = 0; i < 32; i++)
-        snprintf(hex + 2 * i, 3, "%02x", md[i]);
-}
 
 /* Open the fixture, compare it with its manifest tensor by tensor. */
 static void check_fixture(const char *name, clef_quant_method want_method) {
