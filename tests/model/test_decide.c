@@ -16,6 +16,7 @@
  * failing validation, and a record over max_length under the refuse policy.
  */
 #include "test.h"
+#include "encode_check.h"
 #include "json_compact.h"
 
 #include "clef.h"
@@ -31,36 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-
-static void check_ids(const tok_tokenizer *tok, const char *name, const char *request,
-                      int32_t max_length, const json_value *ids) {
-    clef_request *req = NULL;
-    clef_request_errors errors = {0};
-    int st = clef_request_parse(request, strlen(request), CLEF_REQUEST_RECORD, NULL, NULL, &req,
-                                &errors);
-    clef_request_errors_free(&errors);
-    CHECK_MSG(st == CLEF_OK, "%s: parse: %s", name, clef_last_error());
-    if (st)
-        return;
-    clef_encode_params ep = clef_encode_default_params();
-    ep.max_length = max_length;
-    ep.tokenize = clef_tokenize_tok;
-    ep.tokenize_ctx = tok;
-    clef_encoded_record enc = {0};
-    st = clef_record_encode(req, &ep, &enc);
-    CHECK_MSG(st == CLEF_OK, "%s: encode: %s", name, clef_last_error());
-    int same = !st && (size_t)enc.n_tokens == ids->u.arr.count;
-    for (int32_t i = 0; same && i < enc.n_tokens; i++) {
-        int64_t want = -1;
-        json_get_int64(json_array_at(ids, (size_t)i), &want);
-        same = enc.ids[i] == want;
-    }
-    CHECK_MSG(same, "%s: token ids differ from encode_record's (%d vs %zu tokens)", name,
-              enc.n_tokens, ids->u.arr.count);
-    clef_encoded_record_free(&enc);
-    clef_request_free(req);
-}
 
 /* Option ids in presented order: noul true, false; choice sorted by id; score "0".."n-1". */
 static void check_presented_order(const char *name, const clef_result *r) {
@@ -146,7 +117,8 @@ int main(int argc, char **argv) {
         const json_value *rec = json_array_at(records, i);
         const char *name = json_get_string(json_object_get(rec, "name"));
         requests[i] = render_compact(json_object_get(rec, "request"));
-        check_ids(tok, name, requests[i], (int32_t)max_length, json_object_get(rec, "ids"));
+        encode_check_ids(tok, name, requests[i], (int32_t)max_length, json_object_get(rec, "ids"),
+                         NULL);
 
         clef_result *r = NULL;
         int64_t truncated = 0;

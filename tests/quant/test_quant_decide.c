@@ -22,6 +22,7 @@
  * decision closer than the errors would be luck, not parity).
  */
 #include "test.h"
+#include "encode_check.h"
 #include "json_compact.h"
 
 #include "clef.h"
@@ -106,41 +107,6 @@ static void free_hidden(hidden_rows *h, uint32_t n) {
     for (uint32_t i = 0; h && i < n; i++)
         free(h[i].rows), free(h[i].hidden);
     free(h);
-}
-
-/* our encoder's ids into *ids (malloc'd); they must equal the fixture's */
-static int32_t encode_ids(const tok_tokenizer *tok, const char *name, const char *request,
-                          int32_t max_length, const json_value *want, int32_t **ids) {
-    clef_request *req = NULL;
-    clef_request_errors errors = {0};
-    int st = clef_request_parse(request, strlen(request), CLEF_REQUEST_RECORD, NULL, NULL, &req,
-                                &errors);
-    clef_request_errors_free(&errors);
-    CHECK_MSG(st == CLEF_OK, "%s: parse: %s", name, clef_last_error());
-    if (st)
-        return 0;
-    clef_encode_params ep = clef_encode_default_params();
-    ep.max_length = max_length;
-    ep.tokenize = clef_tokenize_tok;
-    ep.tokenize_ctx = tok;
-    clef_encoded_record enc = {0};
-    st = clef_record_encode(req, &ep, &enc);
-    CHECK_MSG(st == CLEF_OK, "%s: encode: %s", name, clef_last_error());
-    int same = !st && (size_t)enc.n_tokens == want->u.arr.count;
-    for (int32_t i = 0; same && i < enc.n_tokens; i++) {
-        int64_t w = -1;
-        json_get_int64(json_array_at(want, (size_t)i), &w);
-        same = enc.ids[i] == w;
-    }
-    CHECK_MSG(same, "%s: token ids differ from encode_record's", name);
-    int32_t n = 0;
-    if (same && (*ids = malloc(sizeof(int32_t) * (size_t)enc.n_tokens))) {
-        memcpy(*ids, enc.ids, sizeof(int32_t) * (size_t)enc.n_tokens);
-        n = enc.n_tokens;
-    }
-    clef_encoded_record_free(&enc);
-    clef_request_free(req);
-    return n;
 }
 
 typedef struct stats {
@@ -264,8 +230,8 @@ int main(int argc, char **argv) {
         const char *name = json_get_string(json_object_get(rec, "name"));
         char *request = render_compact(json_object_get(rec, "request"));
         int32_t *ids = NULL;
-        int32_t T = encode_ids(tok, name, request, (int32_t)max_length,
-                               json_object_get(rec, "ids"), &ids);
+        int32_t T = encode_check_ids(tok, name, request, (int32_t)max_length,
+                                     json_object_get(rec, "ids"), &ids);
         clef_result *r = NULL;
         st = clef_model_decide_result(model, request, strlen(request), &r);
         CHECK_MSG(st == CLEF_OK, "%s: decide: %s", name, clef_last_error());
