@@ -81,6 +81,9 @@ struct clef_context {
     int32_t *pos;                   /* (3, max_tokens) host staging of the batch's positions */
     int32_t *media_rows;            /* (max_tokens) batch rows of the media placeholders */
     vision_state *vision;           /* the tower's workspace, planned on the first image */
+    int64_t last_forward_records;   /* records of the last backbone forward whose output is
+                                       still in the state (rows seq_start[i]..seq_start[i+1]);
+                                       0 before any or after a failed one (clef_context_hidden) */
 };
 
 struct clef_prepared {
