@@ -15,9 +15,13 @@
  * Threads split the output features in whole panels, so every output is computed by the same
  * sequence whatever the thread count or the batch.
  *
- * Scratch: the quantized activations (T x K bytes + T scales) and one panel per thread
- * (CLEF_QMM_NR x K floats) are allocated per call — a bounded, short-lived buffer until the
- * workspace plan covers these formats (cpu_matmul_workspace_size does not include it yet).
+ * Scratch: one panel per thread (CLEF_QMM_NR x K floats), the activation scales (T floats),
+ * one rotation row per thread (K floats) and the quantized activations (T x K bytes), each
+ * region 64-byte aligned. The caller plans it once (cpu_quant_workspace_size for its
+ * largest T, the size the backend's matmul_workspace_size query answers for these formats:
+ * the backbone's run state does so for its largest quantized matrix) and no call allocates.
+ * A caller that plans none gets the handle's own buffer, grown when a call needs more (in
+ * practice on the first call of each larger shape), never shrunk, freed with the handle.
  */
 #include "backend/cpu/cpu_internal.h"
 
@@ -47,24 +51,75 @@ static clef_nf4_desc nf4_desc_of(const clef_matrix *w) {
     };
 }
 
+/* The regions of a quantized matmul's scratch for nth threads and T tokens of K inputs. */
+typedef struct quant_scratch {
+    float *panels; /* [nth][CLEF_QMM_NR * K] */
+    float *sx;     /* [T] activation scales */
+    float *rot;    /* [nth][K] rotation rows (INT8) */
+    void *qx;      /* [T][K] quantized activations (FP8 e4m3 / INT8) */
+} quant_scratch;
+
+static size_t align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+/* Bytes of the layout for (nth, T, K); with base non-NULL, also the regions inside base. */
+static size_t quant_scratch_layout(int nth, int64_t T, int64_t K, void *base, quant_scratch *out) {
+    const size_t sizes[4] = {
+        sizeof(float) * clef_qmm_panel_floats(K) * (size_t)nth,
+        sizeof(float) * (size_t)T,
+        sizeof(float) * (size_t)K * (size_t)nth,
+        (size_t)T * (size_t)K,
+    };
+    size_t off[4], total = 0;
+    for (int i = 0; i < 4; i++) {
+        off[i] = total;
+        total += align64(sizes[i]);
+    }
+    if (base) {
+        char *b = base;
+        *out = (quant_scratch){.panels = (float *)(void *)(b + off[0]),
+                               .sx = (float *)(void *)(b + off[1]),
+                               .rot = (float *)(void *)(b + off[2]), .qx = b + off[3]};
+    }
+    return total;
+}
+
+/* Threads a call uses: whole panels each, no more threads than panels. */
+static int quant_threads(clef_backend *be, int64_t N) {
+    const int64_t n_panels = (N + CLEF_QMM_NR - 1) / CLEF_QMM_NR;
+    int nth = be->n_threads < n_panels ? be->n_threads : (int)n_panels;
+    return nth < 1 ? 1 : nth;
+}
+
+/* The layout is monotone in T, so the bytes for T_max cover every T <= T_max. */
+size_t cpu_quant_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w) {
+    return quant_scratch_layout(quant_threads(be, w->rows), T, w->cols, NULL, NULL);
+}
+
+/* The handle's own scratch of at least bytes (callers that planned none). */
+static void *own_scratch(clef_backend *be, size_t bytes) {
+    cpu_context *ctx = cpu_ctx(be);
+    if (ctx->quant_scratch_bytes < bytes) {
+        free(ctx->quant_scratch);
+        ctx->quant_scratch = aligned_alloc(64, align64(bytes));
+        ctx->quant_scratch_bytes = ctx->quant_scratch ? align64(bytes) : 0;
+    }
+    CLEF_ASSERT(ctx->quant_scratch); /* out of memory in an op: no status to return here */
+    return ctx->quant_scratch;
+}
+
 void cpu_quant_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx,
                       const clef_matrix *w, const float *bias, float *y, int64_t ldy,
-                      int accumulate) {
+                      int accumulate, void *scratch) {
     const int64_t N = w->rows, K = w->cols, row0 = w->quant_row0;
     CLEF_ASSERT(w->quant && w->ld == K);
     const int64_t n_panels = (N + CLEF_QMM_NR - 1) / CLEF_QMM_NR;
-    int nth = be->n_threads < n_panels ? be->n_threads : (int)n_panels;
-    if (nth < 1)
-        nth = 1;
-    size_t panel_floats = clef_qmm_panel_floats(K);
-    size_t bytes = sizeof(float) * (panel_floats * (size_t)nth + (size_t)T + (size_t)K * nth) +
-                   (size_t)(T * K);
-    float *scratch = malloc(bytes);
-    CLEF_ASSERT(scratch); /* out of memory in an op: no status to return here */
-    float *panels = scratch;
-    float *sx = panels + panel_floats * (size_t)nth;
-    float *rot = sx + T;
-    void *qx = rot + (size_t)K * nth;
+    const int nth = quant_threads(be, N);
+    quant_scratch sc;
+    size_t bytes = quant_scratch_layout(nth, T, K, NULL, NULL);
+    quant_scratch_layout(nth, T, K, scratch ? scratch : own_scratch(be, bytes), &sc);
+    const size_t panel_floats = clef_qmm_panel_floats(K);
+    float *panels = sc.panels, *sx = sc.sx, *rot = sc.rot;
+    void *qx = sc.qx;
 
     if (w->type == CLEF_WTYPE_FP8_E4M3) {
 #pragma omp parallel for num_threads(be->n_threads) schedule(static)
@@ -110,5 +165,4 @@ void cpu_quant_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx,
             }
         }
     }
-    free(scratch);
 }
