@@ -59,7 +59,8 @@ struct qwen35_state {
     float *work;                /* (N, work_cols) the mixer's or the MLP's buffers, in turn */
     int64_t work_cols;
     float *rope_cos, *rope_sin; /* (N, rot) per row of the forward, from pos */
-    void *scratch;              /* max of the GDN and attention workspaces at Tm */
+    void *scratch;              /* max of the GDN and attention workspaces at Tm and the
+                                   quantized matmuls' at N */
     int32_t *host_pos;          /* (3, N) host staging of text positions */
     int32_t *host_start;        /* (N + 1) host staging of the int32 offsets */
     clef_backend *embed_be;     /* a fork of the model's embed_be (host embedding), or NULL */

@@ -52,6 +52,25 @@ static size_t mixer_scratch_bytes(const qwen35_model *m, clef_backend *be, const
     return gdn > attn ? gdn : attn;
 }
 
+/* Scratch of the quantized matmuls (NF4, FP8, INT8 ConvRot): the backend's answer for the
+ * largest of the layers' quantized matrices at Tm rows (0 for a BF16 model). The forward
+ * hands it to those matmuls only (qwen35_forward.c), so no call allocates its own. */
+static size_t quant_matmul_scratch_bytes(const qwen35_model *m, clef_backend *be, int64_t Tm) {
+    size_t most = 0;
+    for (int64_t l = 0; l < m->cfg.num_hidden_layers; l++) {
+        const qwen35_layer *L = &m->w.layers[l];
+        const clef_matrix *mats[] = {&L->mlp_gate, &L->mlp_up, &L->mlp_down, &L->in_qkv,
+                                     &L->in_z,     &L->in_b,   &L->in_a,     &L->out_proj,
+                                     &L->q_proj,   &L->k_proj, &L->v_proj,   &L->o_proj};
+        for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
+            if (mats[i]->quant) {
+                size_t b = clef_matmul_workspace_size(be, Tm, mats[i]);
+                most = b > most ? b : most;
+            }
+    }
+    return most;
+}
+
 int qwen35_state_create(const qwen35_model *m, clef_backend *be, const qwen35_params *params,
                         qwen35_state **out) {
     if (!out)
@@ -81,6 +100,11 @@ int qwen35_state_create(const qwen35_model *m, clef_backend *be, const qwen35_pa
     s->work_cols = qwen35_work_cols(&m->cfg);
     const int64_t N = p.max_tokens, D = m->cfg.hidden_size, rot = m->rot_dims;
     const size_t f = sizeof(float), i32 = sizeof(int32_t);
+    /* one scratch for the ops that take one, used in turn */
+    size_t scratch_bytes = mixer_scratch_bytes(m, be, &p);
+    size_t quant_bytes = quant_matmul_scratch_bytes(m, be, N);
+    if (quant_bytes > scratch_bytes)
+        scratch_bytes = quant_bytes;
     struct {
         void **dst;
         size_t bytes;
@@ -94,7 +118,7 @@ int qwen35_state_create(const qwen35_model *m, clef_backend *be, const qwen35_pa
         {(void **)&s->work, f * (size_t)(N * s->work_cols)},
         {(void **)&s->rope_cos, f * (size_t)(N * rot)},
         {(void **)&s->rope_sin, f * (size_t)(N * rot)},
-        {&s->scratch, mixer_scratch_bytes(m, be, &p)},
+        {&s->scratch, scratch_bytes},
         {(void **)&s->embed_segs, sizeof(clef_segment) * (size_t)N},
     };
     int st = CLEF_OK;
