@@ -284,7 +284,8 @@ CLEF_API int32_t clef_context_max_tokens(const clef_context *ctx);       /* toke
  * response body {"model","answers","usage"} as Python's json.dumps would write it
  * (NUL-terminated, owned by the caller: free with clef_string_free). On failure returns
  * CLEF_ERR_REQUEST_JSON, CLEF_ERR_REQUEST_INVALID (the message names the field),
- * CLEF_ERR_REQUEST_TOO_LONG, CLEF_ERR_UNSUPPORTED (images or videos: not implemented yet) or
+ * CLEF_ERR_REQUEST_TOO_LONG, CLEF_ERR_UNSUPPORTED (images or videos for a release without a
+ * vision tower, or videos in a build without video decoding) or
  * another negative status; *response_json is NULL then. */
 CLEF_API int clef_context_decide(clef_context *ctx, const char *request_json, size_t len,
                         char **response_json);

@@ -272,6 +272,9 @@ int clef_model_load(const char *dir, const clef_model_params *params, clef_model
         /* its image processor: the tower's sizes, bounds from preprocessor_config.json */
         if ((st = clef_processor_config_load(dir, &cfg->vision, &m->image_params)))
             goto err;
+        /* and its video processor: video_preprocessor_config.json or the defaults */
+        if ((st = clef_video_config_load(dir, &cfg->vision, &m->video_params)))
+            goto err;
     }
     m->image_pixels = clef_image_pixels_default;
     if ((st = lm_open(&m->lm, m->release)))

@@ -34,7 +34,7 @@ static void run_usage(FILE *out) {
     fprintf(out,
             "usage: clef run --model DIR [--record FILE|-]\n"
             "                [--questions FILE|- (--state TEXT | --state-file FILE)]\n"
-            "                [--image FILE]... [--device cpu|cuda[:N]]\n"
+            "                [--image FILE]... [--video FILE]... [--device cpu|cuda[:N]]\n"
             "                [--profile resident|host-embed] [--max-length N]\n"
             "                [--threads N] [--truncation truncate|refuse]\n"
             "                [--json|--table] [--quiet]\n"
@@ -58,6 +58,9 @@ static void run_usage(FILE *out) {
             "  --image FILE       an image (PNG, JPEG or WebP) for the record, sent as a data\n"
             "                     URL in its \"images\" list; repeat for several (the API takes\n"
             "                     up to 4); replaces the record's own \"images\"\n"
+            "  --video FILE       a video (MP4 / QuickTime, WebM / Matroska or AVI) for the\n"
+            "                     record, in its \"videos\" list; repeat for several (up to 4);\n"
+            "                     replaces the record's own \"videos\"\n"
             "  --device D         where the model runs: cpu (the default), cuda (GPU 0) or\n"
             "                     cuda:N (GPU N); on a GPU, the device memory the model and\n"
             "                     the decision held is reported on stderr (unless --quiet)\n"
@@ -136,9 +139,11 @@ static int assemble_record(const char *questions_path, const char *state_text,
     return 0;
 }
 
-/* The --image files into the record's "images" list (data URLs). The record must be valid
- * JSON first, so a broken one is reported as such rather than as an image problem. */
-static int add_images(const char *const *paths, int n, char **request, size_t *request_len) {
+/* The --image (or --video) files into the record's "images" ("videos") list (data URLs). The
+ * record must be valid JSON first, so a broken one is reported as such rather than as a media
+ * problem. */
+static int add_media(const char *const *paths, int n, int video, char **request,
+                     size_t *request_len) {
     int st = clef_json_check(*request, *request_len);
     if (st != CLEF_OK) {
         fprintf(stderr, "clef run: record refused: %s (%s)\n", clef_last_error(),
@@ -149,13 +154,15 @@ static int add_images(const char *const *paths, int n, char **request, size_t *r
     char *urls[RUN_MAX_IMAGES];
     int rc = 0, made = 0;
     for (; made < n && !rc; made++)
-        rc = cli_image_data_url(paths[made], &urls[made]);
+        rc = video ? cli_video_data_url(paths[made], &urls[made])
+                   : cli_image_data_url(paths[made], &urls[made]);
     if (rc)
         made--; /* the failed one was not made */
     char *with = NULL;
     size_t with_len = 0;
     if (!rc)
-        rc = cli_record_add_images(*request, *request_len, urls, n, &with, &with_len);
+        rc = cli_record_add_list(*request, *request_len, video ? "videos" : "images", urls, n,
+                                 &with, &with_len);
     for (int i = 0; i < made; i++)
         free(urls[i]);
     free(*request);
@@ -231,8 +238,8 @@ int cmd_run(int argc, char **argv) {
     const char *model_dir = NULL, *record_path = NULL, *questions_path = NULL;
     const char *state_text = NULL, *state_file = NULL, *device = NULL;
     int max_length = 0, threads = 0, quiet = 0, format = 0; /* format: 0 auto, 1 json, 2 table */
-    const char *images[RUN_MAX_IMAGES];
-    int n_images = 0;
+    const char *images[RUN_MAX_IMAGES], *videos[RUN_MAX_IMAGES];
+    int n_images = 0, n_videos = 0;
     clef_truncation truncation = CLEF_TRUNCATION_TRUNCATE;
     clef_profile profile = CLEF_PROFILE_RESIDENT;
     for (int i = 1; i < argc; i++) {
@@ -250,7 +257,7 @@ int cmd_run(int argc, char **argv) {
         } else if (!strcmp(a, "--model") || !strcmp(a, "--record") || !strcmp(a, "--questions") ||
                    !strcmp(a, "--state") || !strcmp(a, "--state-file") ||
                    !strcmp(a, "--max-length") || !strcmp(a, "--threads") ||
-                   !strcmp(a, "--truncation") || !strcmp(a, "--image") ||
+                   !strcmp(a, "--truncation") || !strcmp(a, "--image") || !strcmp(a, "--video") ||
                    !strcmp(a, "--device") || !strcmp(a, "--profile")) {
             if (!has_value)
                 return usage_error("%s needs a value", a);
@@ -270,6 +277,10 @@ int cmd_run(int argc, char **argv) {
                 if (n_images == RUN_MAX_IMAGES)
                     return usage_error("more than %s --image flags", "64");
                 images[n_images++] = v;
+            } else if (!strcmp(a, "--video")) {
+                if (n_videos == RUN_MAX_IMAGES)
+                    return usage_error("more than %s --video flags", "64");
+                videos[n_videos++] = v;
             } else if (!strcmp(a, "--device"))
                 device = v;
             else if (!strcmp(a, "--profile"))
@@ -322,7 +333,9 @@ int cmd_run(int argc, char **argv) {
                                   &request_len);
     if (rc)
         return rc;
-    if (n_images > 0 && (rc = add_images(images, n_images, &request, &request_len)))
+    if (n_images > 0 && (rc = add_media(images, n_images, 0, &request, &request_len)))
+        return rc;
+    if (n_videos > 0 && (rc = add_media(videos, n_videos, 1, &request, &request_len)))
         return rc;
     /* The record first: a bad one is refused before the release is opened (no weight read). */
     int st = clef_request_check(request, request_len);
