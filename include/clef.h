@@ -213,6 +213,15 @@ typedef struct clef_model_params {
                                 GPU N: CLEF_ERR_UNSUPPORTED; a malformed name:
                                 CLEF_ERR_INVALID_ARG. docs/model-api.md */
     clef_profile profile;    /* weight placement; default CLEF_PROFILE_RESIDENT */
+    /* The vision processors' pixel bounds (docs/media.md), replacing the release's: images are
+     * resized to between min_pixels and max_pixels pixels (size.shortest_edge / longest_edge of
+     * preprocessor_config.json; Qwen3.5's 65,536 and 16,777,216 when the release has none),
+     * videos to between video_min_pixels and video_max_pixels over all sampled frames
+     * (video_preprocessor_config.json; Qwen3-VL's 131,072 and 786,432). 0 = the release's.
+     * Negative, or a minimum over its maximum after the release's values are filled in:
+     * CLEF_ERR_INVALID_ARG naming both. */
+    int64_t min_pixels, max_pixels;
+    int64_t video_min_pixels, video_max_pixels;
 } clef_model_params;
 
 /* The defaults above (every "0 = ..." field zero, backend and device NULL). */

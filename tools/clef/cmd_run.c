@@ -29,12 +29,16 @@
 /* --image: the API takes up to 4 images per record; more are refused by the library with
  * the limit in the message, this only bounds the flag list. */
 #define RUN_MAX_IMAGES 64
+/* --max-pixels and friends: a bound on the processed size; 2^30 pixels is far past any cap. */
+#define RUN_MAX_PIXELS_LIMIT (1L << 30)
 
 static void run_usage(FILE *out) {
     fprintf(out,
             "usage: clef run --model DIR [--record FILE|-]\n"
             "                [--questions FILE|- (--state TEXT | --state-file FILE)]\n"
             "                [--image FILE]... [--video FILE]... [--device cpu|cuda[:N]]\n"
+            "                [--max-pixels N] [--min-pixels N] [--video-max-pixels N]\n"
+            "                [--video-min-pixels N]\n"
             "                [--profile resident|host-embed] [--max-length N]\n"
             "                [--threads N] [--truncation truncate|refuse]\n"
             "                [--json|--table] [--quiet]\n"
@@ -61,6 +65,13 @@ static void run_usage(FILE *out) {
             "  --video FILE       a video (MP4 / QuickTime, WebM / Matroska or AVI) for the\n"
             "                     record, in its \"videos\" list; repeat for several (up to 4);\n"
             "                     replaces the record's own \"videos\"\n"
+            "  --max-pixels N     resize images to at most N pixels (default: the release's\n"
+            "                     preprocessor config, else 16777216 = 4096x4096)\n"
+            "  --min-pixels N     resize images to at least N pixels (default: the release's,\n"
+            "                     else 65536 = 256x256)\n"
+            "  --video-max-pixels N  the same over all sampled frames of a video (default:\n"
+            "                     the release's video config, else 786432)\n"
+            "  --video-min-pixels N  (default: the release's, else 131072)\n"
             "  --device D         where the model runs: cpu (the default), cuda (GPU 0) or\n"
             "                     cuda:N (GPU N); on a GPU, the device memory the model and\n"
             "                     the decision held is reported on stderr (unless --quiet)\n"
@@ -240,6 +251,9 @@ int cmd_run(int argc, char **argv) {
     int max_length = 0, threads = 0, quiet = 0, format = 0; /* format: 0 auto, 1 json, 2 table */
     const char *images[RUN_MAX_IMAGES], *videos[RUN_MAX_IMAGES];
     int n_images = 0, n_videos = 0;
+    int pixels[4] = {0, 0, 0, 0}; /* --min-pixels --max-pixels --video-min-pixels --video-max-pixels */
+    static const char *const pixel_flags[4] = {"--min-pixels", "--max-pixels",
+                                               "--video-min-pixels", "--video-max-pixels"};
     clef_truncation truncation = CLEF_TRUNCATION_TRUNCATE;
     clef_profile profile = CLEF_PROFILE_RESIDENT;
     for (int i = 1; i < argc; i++) {
@@ -258,7 +272,9 @@ int cmd_run(int argc, char **argv) {
                    !strcmp(a, "--state") || !strcmp(a, "--state-file") ||
                    !strcmp(a, "--max-length") || !strcmp(a, "--threads") ||
                    !strcmp(a, "--truncation") || !strcmp(a, "--image") || !strcmp(a, "--video") ||
-                   !strcmp(a, "--device") || !strcmp(a, "--profile")) {
+                   !strcmp(a, "--device") || !strcmp(a, "--profile") ||
+                   !strcmp(a, pixel_flags[0]) || !strcmp(a, pixel_flags[1]) ||
+                   !strcmp(a, pixel_flags[2]) || !strcmp(a, pixel_flags[3])) {
             if (!has_value)
                 return usage_error("%s needs a value", a);
             const char *v = argv[++i];
@@ -285,7 +301,13 @@ int cmd_run(int argc, char **argv) {
                 device = v;
             else if (!strcmp(a, "--profile"))
                 rc = cli_parse_profile("run", v, &profile);
-            else if (!strcmp(a, "--max-length"))
+            else if (!strcmp(a, pixel_flags[0]) || !strcmp(a, pixel_flags[1]) ||
+                     !strcmp(a, pixel_flags[2]) || !strcmp(a, pixel_flags[3])) {
+                int k = 0;
+                while (strcmp(a, pixel_flags[k]))
+                    k++;
+                rc = cli_parse_int("run", a, v, 1, RUN_MAX_PIXELS_LIMIT, &pixels[k]);
+            } else if (!strcmp(a, "--max-length"))
                 rc = cli_parse_int("run", a, v, 1, RUN_MAX_LENGTH_LIMIT, &max_length);
             else if (!strcmp(a, "--threads"))
                 rc = cli_parse_int("run", a, v, 1, RUN_MAX_THREADS, &threads);
@@ -351,6 +373,10 @@ int cmd_run(int argc, char **argv) {
     mp.n_threads = threads;
     mp.max_length = max_length;
     mp.truncation = truncation;
+    mp.min_pixels = pixels[0];
+    mp.max_pixels = pixels[1];
+    mp.video_min_pixels = pixels[2];
+    mp.video_max_pixels = pixels[3];
     mp.device = device;
     mp.profile = profile;
     if (!quiet && isatty(STDERR_FILENO)) {
