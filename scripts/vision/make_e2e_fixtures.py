@@ -5,9 +5,10 @@ The reference path is the release's own joint_schema_model.py (loaded by scripts
 encode_record(..., processor=...) + the transformers Qwen3.5 backbone WITH its vision tower +
 JointSchemaHead, i.e. the reference ClefModel and systemone(), on the committed demo release
 (demo/clef-demo: a vision tower of depth 2, hidden 32, patch 4). The processor is transformers'
-Qwen3VLProcessor (what AutoProcessor builds for qwen3_5) over the demo's tokenizer and the PIL
-Qwen2VLImageProcessorPil with the demo tower's patch/merge sizes and the bounds below (the demo
-ships no preprocessor_config.json).
+Qwen3VLProcessor as AutoProcessor builds it for qwen3_5 with the pinned requirements (torchvision
+installed): the torchvision image processor (Qwen2VLImageProcessor) and the Qwen3-VL video
+processor, with the demo tower's patch/merge sizes and the bounds below (the demo ships no
+preprocessor_config.json).
 
 Records: the demo record and two smaller ones, each with 1, 2, 3 or 4 PNG images (seeded random
 pixels, sizes from 8x8 to 70x45 so grids differ per image), images sent as data URLs or as
@@ -27,11 +28,22 @@ Written:
     images[i].offset, rows x (3 * 2 * 4 * 4) floats: what the C test hands the tower in place
     of its own decoder (the image processor has its own parity tests under tests/media/).
 
+  tests/vision/fixtures/e2e_videos.json
+    {"release", "video_min_pixels", "video_max_pixels", "image_min_pixels", "image_max_pixels",
+     "records": [{"name", "request" (videos: uncompressed-RGB AVIs as data URLs or
+                  {content_type, base64}), "ids", "positions", "video_grids",
+                  "video_pixels_sha256" (pixel_values_videos, f32 little-endian), "logits",
+                  "answer"}]}
+    the oracle is handed each AVI's frames with the container's frame count and rate (PyAV,
+    transformers' own reader, is not pinned; the AVIs are lossless, so these are the frames
+    FFmpeg decodes).
+
 Logits come from the oracle in float64 (the same weights), the exact values to fp32 rounding;
 the answer body from the float32 run (systemone() as published).
 
 Usage: python3 scripts/vision/make_e2e_fixtures.py
-Requirements: pip install -r scripts/requirements.txt (torch, transformers, pillow, safetensors).
+Requirements: pip install -r scripts/requirements.txt (torch, torchvision, transformers, pillow,
+safetensors).
 """
 from __future__ import annotations
 
@@ -60,37 +72,25 @@ VIDEOS = [(40, 24, 8, 4), (20, 36, 5, 1), (52, 36, 12, 6)]
 OUT = ROOT / "tests" / "vision" / "fixtures"
 
 
-def processor(with_video=False):
+def processor():
+    """Qwen3VLProcessor as AutoProcessor builds it for qwen3_5 with the pinned requirements
+    (torchvision installed): the torchvision image processor (Qwen2VLImageProcessor) and the
+    real Qwen3VLVideoProcessor, with the demo tower's sizes and the fixture's bounds."""
     from transformers import PreTrainedTokenizerFast
-    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+    from transformers.models.qwen2_vl.image_processing_qwen2_vl import Qwen2VLImageProcessor
     from transformers.models.qwen3_vl.processing_qwen3_vl import Qwen3VLProcessor
+    from transformers.models.qwen3_vl.video_processing_qwen3_vl import Qwen3VLVideoProcessor
     cfg = json.loads((RELEASE / "config.json").read_text())["vision_config"]
     tok = PreTrainedTokenizerFast(tokenizer_file=str(RELEASE / "tokenizer.json"),
                                   eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    ip = Qwen2VLImageProcessorPil(patch_size=cfg["patch_size"], temporal_patch_size=cfg["temporal_patch_size"],
-                                  merge_size=cfg["spatial_merge_size"], min_pixels=MIN_PIXELS,
-                                  max_pixels=MAX_PIXELS, image_mean=[0.5] * 3, image_std=[0.5] * 3)
-    if with_video:
-        # The real Qwen3-VL video processor (torchvision backend, pinned), with the demo
-        # tower's sizes and small bounds over all sampled frames.
-        from transformers.models.qwen3_vl.video_processing_qwen3_vl import Qwen3VLVideoProcessor
-        vp = Qwen3VLVideoProcessor(
-            patch_size=cfg["patch_size"], temporal_patch_size=cfg["temporal_patch_size"],
-            merge_size=cfg["spatial_merge_size"], image_mean=[0.5] * 3, image_std=[0.5] * 3,
-            size={"shortest_edge": VIDEO_MIN_PIXELS, "longest_edge": VIDEO_MAX_PIXELS},
-            cap_pixels_per_frame=False)
-        return Qwen3VLProcessor(image_processor=ip, tokenizer=tok, video_processor=vp)
-    # No video processor for the image records (they carry images only). ProcessorMixin
-    # insists on one, so its class check is skipped for that one argument; the image path is
-    # transformers' own.
-    from transformers import processing_utils
-    check = processing_utils.ProcessorMixin.check_argument_for_proper_class
-
-    def check_except_video(self, name, arg):
-        return None if name == "video_processor" and arg is None else check(self, name, arg)
-
-    processing_utils.ProcessorMixin.check_argument_for_proper_class = check_except_video
-    return Qwen3VLProcessor(image_processor=ip, tokenizer=tok, video_processor=None)
+    sizes = dict(patch_size=cfg["patch_size"], temporal_patch_size=cfg["temporal_patch_size"],
+                 merge_size=cfg["spatial_merge_size"], image_mean=[0.5] * 3, image_std=[0.5] * 3)
+    ip = Qwen2VLImageProcessor(size={"shortest_edge": MIN_PIXELS, "longest_edge": MAX_PIXELS},
+                               **sizes)
+    vp = Qwen3VLVideoProcessor(size={"shortest_edge": VIDEO_MIN_PIXELS,
+                                     "longest_edge": VIDEO_MAX_PIXELS},
+                               cap_pixels_per_frame=False, **sizes)
+    return Qwen3VLProcessor(image_processor=ip, tokenizer=tok, video_processor=vp)
 
 
 def load_model(dtype):
@@ -125,7 +125,7 @@ def avi_video(k, w, h, n, fps):
 def video_records(bases, model32, jsm32, jsm64, model64, rng):
     """Records with a short video, two videos, and images + a video (e2e_videos.json)."""
     from transformers.video_utils import VideoMetadata
-    proc = processor(with_video=True)
+    proc = processor()
     made = [avi_video(k, *v) for k, v in enumerate(VIDEOS)]
     cases = [("demo_1video", bases[0][1], [], [0]), ("small_2img_1video", bases[1][1], [(24, 16), (9, 30)], [1]),
              ("scored_2video", bases[2][1], [], [2, 0])]

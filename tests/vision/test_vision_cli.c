@@ -8,7 +8,7 @@
  *    before the release is opened (the message does not mention loading);
  *  - a missing file is refused by name;
  *  - --min-pixels 64 --max-pixels 4096 (the bounds the e2e fixture's reference processor used)
- *    give each image the processed size transformers' PIL processor gave it;
+ *    give each image the processed size transformers' image processor gave it;
  *  - --video with the first video record of tests/vision/fixtures/e2e_videos.json (its AVI
  *    written out, --video-min-pixels / --video-max-pixels = the fixture's bounds): the answers
  *    and usage.input_tokens equal systemone()'s, usage.videos the reference's grid;

@@ -233,7 +233,7 @@ static void check_records(clef_model *m, const fixture *fx) {
 
 /* The engine's own decoder and image processor (src/media) on the fixture's PNG files, with
  * the fixture's pixel bounds: the same grids, and pixel rows within 1e-6 of transformers'
- * PIL processor (src/media's parity tests hold the processor to it; this checks that the
+ * torchvision image processor (src/media's parity tests hold the processor to it; this checks that the
  * engine hands the tower what that processor makes). */
 static void check_decoder_pixels(clef_model *m, const fixture *fx) {
     double worst = 0;
@@ -256,7 +256,7 @@ static void check_decoder_pixels(clef_model *m, const fixture *fx) {
         clef_image_pixels_free(&got);
         clef_image_pixels_free(&want);
     }
-    printf("engine decoder + processor vs transformers' PIL processor: max abs pixel diff %.3g\n", worst);
+    printf("engine decoder + processor vs transformers' torchvision image processor: max abs pixel diff %.3g\n", worst);
     CHECK_MSG(worst <= 1e-6, "pixel rows differ by %.3g", worst);
 }
 
