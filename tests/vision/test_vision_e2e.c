@@ -17,7 +17,8 @@
  *   - the answers equal systemone()'s byte for byte, usage.input_tokens equal, and usage
  *     reports each image's processed size and vision tokens;
  * and all records in one batch give exactly the answers each gets alone. Refusals, by name: a
- * video (unsupported), a truncated PNG, images over the request's 8 MiB total.
+ * "video" of 3 zero bytes (not a video), a truncated PNG, images over the request's 8 MiB
+ * total. (Records with real videos: test_vision_video.c.)
  */
 #include "test.h"
 #include "json_compact.h"
@@ -232,7 +233,7 @@ static void check_records(clef_model *m, const fixture *fx) {
 
 /* The engine's own decoder and image processor (src/media) on the fixture's PNG files, with
  * the fixture's pixel bounds: the same grids, and pixel rows within 1e-6 of transformers'
- * PIL processor (src/media's parity tests hold the processor to it; this checks that the
+ * torchvision image processor (src/media's parity tests hold the processor to it; this checks that the
  * engine hands the tower what that processor makes). */
 static void check_decoder_pixels(clef_model *m, const fixture *fx) {
     double worst = 0;
@@ -255,18 +256,19 @@ static void check_decoder_pixels(clef_model *m, const fixture *fx) {
         clef_image_pixels_free(&got);
         clef_image_pixels_free(&want);
     }
-    printf("engine decoder + processor vs transformers' PIL processor: max abs pixel diff %.3g\n", worst);
+    printf("engine decoder + processor vs transformers' torchvision image processor: max abs pixel diff %.3g\n", worst);
     CHECK_MSG(worst <= 1e-6, "pixel rows differ by %.3g", worst);
 }
 
-/* Refusals through the default path, each by name: a video, a corrupt image, images over the
- * request's total of decoded bytes (before any is decoded). */
+/* Refusals through the default path, each by name: a video that is not one, a corrupt image,
+ * images over the request's total of decoded bytes (before any is decoded). */
 static void check_refusals(clef_model *m) {
     char *out = NULL;
     const char *video = "{\"state\":\"x\",\"questions\":{\"q\":{\"type\":\"noul\"}},"
                         "\"videos\":[\"data:video/mp4;base64,AAAA\"]}";
     int st = clef_model_decide(m, video, strlen(video), &out);
-    CHECK_MSG(st != CLEF_OK && out == NULL, "a video is refused");
+    CHECK_MSG(st == CLEF_ERR_REQUEST_INVALID && out == NULL && strstr(clef_last_error(), "videos[0]"),
+              "3 zero bytes as a video: %d %s", st, clef_last_error());
     /* a PNG signature and nothing else: truncated */
     const char *corrupt = "{\"state\":\"x\",\"questions\":{\"q\":{\"type\":\"noul\"}},"
                           "\"images\":[{\"content_type\":\"image/png\",\"base64\":\"iVBORw0KGgo=\"}]}";
