@@ -18,6 +18,7 @@
  * backbone's — the weights stay in their quantized size, no dequantized copy.
  */
 #include "backbone_records.h"
+#include "backbone_weight_bytes.h"
 #include "clef.h"
 #include "model/qwen35.h"
 #include "test.h"
@@ -26,18 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* backend bytes of the backbone weights of a release (0 on failure) */
-static size_t weight_bytes_of(clef_backend *be, const char *dir) {
-    clef_release *rel = NULL;
-    qwen35_model *m = NULL;
-    size_t bytes = 0;
-    if (clef_release_open(dir, NULL, &rel) == CLEF_OK && qwen35_load_release(rel, be, &m) == CLEF_OK)
-        bytes = qwen35_weight_bytes(m);
-    qwen35_free(m);
-    clef_release_free(rel);
-    return bytes;
-}
 
 static size_t resident_bytes; /* of the last precision checked */
 
