@@ -248,13 +248,13 @@ static void test_attention(int64_t n_q, int64_t n_kv, int64_t Hq, int64_t Hkv, i
     char shape[96];
     snprintf(shape, sizeof shape, "q=%lld kv=%lld H=%lld/%lld d=%lld%s", (long long)n_q, (long long)n_kv, (long long)Hq,
              (long long)Hkv, (long long)d, causal ? " causal" : "");
-    /* the fp32 kernel, then the default (tensor cores for d = 64/128/256: bf16 bound) */
+    /* the fp32 kernel, then the default (tensor cores for d = 64/65-80/128/256: bf16 bound) */
     for (int fp32 = 1; fp32 >= 0; fp32--) {
         clef_backend_write(gpu, od, zero, no * 4);
         clef_backend_cuda_set_attention_fp32(gpu, fp32);
         clef_attention(gpu, &ag, gs);
         readback(og, od, no);
-        int tc = !fp32 && (d == 64 || d == 128 || d == 256);
+        int tc = !fp32 && (d == 64 || (d > 64 && d <= 80) || d == 128 || d == 256);
         const char *label = fp32 ? "attention fp32" : !tc ? "attention" : clef_backend_cuda_flash_attention(gpu) ? "attention flash" : "attention tc";
         report(label, shape, rel_l2(og, oc, no), tc ? 1e-2 : 1e-5);
     }
@@ -547,6 +547,8 @@ int main(void) {
     test_attention(700, 700, 4, 1, 256, 1);
     test_attention(1000, 1000, 2, 1, 64, 1);
     test_attention(333, 1200, 3, 3, 256, 1);
+    test_attention(600, 600, 4, 4, 72, 0); /* the vision tower's head: zero-padded to 80 */
+    test_attention(97, 97, 2, 1, 80, 1);
     for (int mode = 0; mode < 2; mode++) {
         const clef_gdn_mode m = mode ? CLEF_GDN_RECURRENT : CLEF_GDN_CHUNKED;
         test_gdn(1, 2, 4, 128, 128, 0, 1, m);
