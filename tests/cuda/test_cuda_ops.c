@@ -174,6 +174,32 @@ static void test_conv(int64_t T, int64_t C, int64_t K, int with_prev) {
     free(x), free(w), free(prev), free(yc), free(yg), free(zero);
 }
 
+/* Packed sequences (an empty one included) with a carried state per sequence: taps never
+ * reach into the previous sequence; rows that start a run of the GPU kernel mid-sequence. */
+static void test_conv_packed(void) {
+    const int64_t C = 70, K = 4, T = 5 + 0 + 35 + 37, ldx = C + 2, ldy = C;
+    const int64_t start[] = {0, 5, 5, 40, T};
+    const int32_t start32[] = {0, 5, 5, 40, (int32_t)T};
+    const int64_t n_seqs = 4;
+    size_t nx = (size_t)(T * ldx), ny = (size_t)(T * ldy), np = (size_t)(n_seqs * (K - 1) * C);
+    float *x = malloc(nx * 4), *w = malloc((size_t)(C * K) * 4), *prev = malloc(np * 4);
+    float *yc = calloc(ny, 4), *yg = malloc(ny * 4);
+    fill_normal(x, nx, 1.0f), fill_normal(w, (size_t)(C * K), 0.5f), fill_normal(prev, np, 1.0f);
+    clef_seqs sc = {.n_seqs = n_seqs, .start = start, .start_dev = start32, .max_len = 37};
+    clef_conv1d_causal_silu(cpu, T, C, K, x, ldx, w, prev, yc, ldy, &sc);
+    float *xd = to_gpu(gpu, x, nx * 4), *wd = to_gpu(gpu, w, (size_t)(C * K) * 4), *pd = to_gpu(gpu, prev, np * 4);
+    float *yd = gpu_poisoned(ny);
+    int32_t *sdev = to_gpu(gpu, start32, sizeof start32);
+    clef_seqs sg = sc;
+    sg.start_dev = sdev;
+    clef_conv1d_causal_silu(gpu, T, C, K, xd, ldx, wd, pd, yd, ldy, &sg);
+    readback(yg, yd, ny);
+    report("conv1d_silu", "packed 5/0/35/37 prev", rel_l2(yg, yc, ny), 1e-5);
+    clef_backend_release(gpu, xd), clef_backend_release(gpu, wd), clef_backend_release(gpu, pd);
+    clef_backend_release(gpu, yd), clef_backend_release(gpu, sdev);
+    free(x), free(w), free(prev), free(yc), free(yg);
+}
+
 static void test_gates(int64_t T, int64_t H) {
     const int64_t lda = H + 2, ldb = H + 5;
     float *a = malloc((size_t)(T * lda) * 4), *b = malloc((size_t)(T * ldb) * 4), *al = malloc((size_t)H * 4), *dt = malloc((size_t)H * 4);
@@ -536,6 +562,8 @@ int main(void) {
     test_conv(1, 40, 4, 0);
     test_conv(130, 97, 4, 1);
     test_conv(77, 31, 3, 0);
+    test_conv(300, 520, 4, 1);
+    test_conv_packed();
     test_gates(333, 12);
     test_rope(300, 64, 1);
     test_rope(19, 24, 0);
