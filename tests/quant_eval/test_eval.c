@@ -172,6 +172,28 @@ int main(int argc, char **argv) {
               "%s: exit %d, stderr %s", cmd, rc, err);
     free(out);
     free(err);
+    /* a release that cannot be opened is a refused row (exit 1), the others still run */
+    snprintf(cmd, sizeof cmd, "%s eval --json --limit 1 --no-hidden --reference %s/bf16 "
+             "%s/no-such-release %s/int8", clef, DECIDE, DECIDE, DECIDE);
+    rc = run_cmd(cmd, &out, &err);
+    CHECK_MSG(rc == 1, "%s: exit %d", cmd, rc);
+    doc = NULL;
+    CHECK_MSG(json_parse(out, strlen(out), NULL, &doc, NULL) == 0, "not JSON: %.300s", out);
+    rows = json_object_get(json_doc_root(doc), "rows");
+    const json_value *missing = row_of(rows, DECIDE "/no-such-release");
+    const json_value *int8 = row_of(rows, DECIDE "/int8");
+    CHECK(missing && num(missing, "status") == CLEF_ERR_FILE_MISSING);
+    CHECK(int8 && num(int8, "records") == 1 &&
+          json_object_get(int8, "hidden_rel_l2_mean")->type == JSON_NULL);
+    json_doc_free(doc);
+    free(out);
+    free(err);
+    /* a records file that is not there */
+    snprintf(cmd, sizeof cmd, "%s eval --records no-such-file.jsonl --reference %s/bf16 %s/nf4",
+             clef, DECIDE, DECIDE);
+    rc = run_cmd(cmd, NULL, &err);
+    CHECK_MSG(rc == 1 && strstr(err, "no-such-file.jsonl"), "%s: exit %d, %s", cmd, rc, err);
+    free(err);
     /* bad usage */
     snprintf(cmd, sizeof cmd, "%s eval %s/nf4", clef, DECIDE);
     rc = run_cmd(cmd, NULL, &err);

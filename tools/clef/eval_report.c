@@ -41,10 +41,10 @@ void eval_print_table(const eval_setup *s, const eval_row *rows, size_t n) {
     if (s->reference_refused)
         printf(" (%zu refused by the reference, skipped)", s->reference_refused);
     printf(", %zu questions, on %s\n\n", ref->questions, s->device_name ? s->device_name : s->device);
-    printf("%-13s %7s  %-17s  %-19s  %-19s  %15s  %7s  %9s  %s\n", "precision", "records",
+    printf("%-13s %7s  %-18s  %-19s  %-19s  %15s  %7s  %9s  %s\n", "precision", "records",
            "decisions agree", "logit rel L2", "hidden rel L2", "resident bytes", "load s",
            "ms/record", "release");
-    printf("%-13s %7s  %-17s  %-19s  %-19s  %15s  %7s  %9s\n", "", "", "with the reference",
+    printf("%-13s %7s  %-18s  %-19s  %-19s  %15s  %7s  %9s\n", "", "", "with the reference",
            "mean / max", "mean / max", "", "", "");
     for (size_t i = 0; i < n; i++) {
         const eval_row *r = &rows[i];
@@ -69,7 +69,7 @@ void eval_print_table(const eval_setup *s, const eval_row *rows, size_t n) {
                 snprintf(hidden, sizeof hidden, "(--no-hidden)");
         }
         with_commas(r->resident_bytes, bytes, sizeof bytes);
-        printf("%-13s %7zu  %-17s  %-19s  %-19s  %15s  %7.2f  %9.2f  %s", r->precision, r->records,
+        printf("%-13s %7zu  %-18s  %-19s  %-19s  %15s  %7.2f  %9.2f  %s", r->precision, r->records,
                agree, logit, hidden, bytes, r->load_s,
                r->records ? 1000.0 * r->decide_s / (double)r->records : 0.0, r->dir);
         if (r->failed)
