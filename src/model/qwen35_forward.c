@@ -29,7 +29,7 @@ static void gdn_mixer(const qwen35_model *m, qwen35_state *s, const qwen35_layer
     const int64_t dk = c->linear_key_head_dim, dv = c->linear_value_head_dim, Kc = c->linear_conv_kernel_dim;
     const int64_t K = Hk * dk, Vd = Hv * dv, Cc = 2 * K + Vd;
     const float eps = (float)c->rms_norm_eps;
-    /* carve the work region (qwen35_work_cols counts the same buffers) */
+    /* carve the work region (qwen35_work_floats counts the same buffers) */
     float *P = s->work;                  /* (n, Cc) projected q|k|v before the conv */
     float *Cv = P + n * Cc;              /* (n, Cc) after conv + silu */
     float *Z = Cv + n * Cc;              /* (n, Vd) output gate */
@@ -37,7 +37,7 @@ static void gdn_mixer(const qwen35_model *m, qwen35_state *s, const qwen35_layer
     float *B = A + n * Hv;               /* (n, Hv) */
     float *G = B + n * Hv;               /* (n, Hv) log decay */
     float *Beta = G + n * Hv;            /* (n, Hv) */
-    float *O = Beta + n * Hv;            /* (n, Vd) */
+    float *O = P;                        /* (n, Vd) over P, which the conv has consumed */
 
     /* 1. projections  mixed_qkv = in_proj_qkv(x); z = in_proj_z(x); b = in_proj_b(x); a = in_proj_a(x) */
     project(s, n, s->xn, D, &L->in_qkv, P, Cc, 0);
@@ -100,15 +100,19 @@ static void attention_mixer(const qwen35_model *m, qwen35_state *s, const qwen35
     project(s, n, O, Hq * d, &L->o_proj, s->h, D, 1);
 }
 
-/* SwiGLU MLP: h += down(silu(gate(xn)) * up(xn)). */
+/* SwiGLU MLP: h += down(silu(gate(xn)) * up(xn)), QWEN35_MLP_ROWS rows at a time (rows are
+ * independent; the chunks bound the work region, qwen35_work_floats). */
 static void mlp(const qwen35_model *m, qwen35_state *s, const qwen35_layer *L, int64_t n) {
     clef_backend *be = s->be;
     const int64_t D = m->cfg.hidden_size, F = m->cfg.intermediate_size;
-    float *gate = s->work, *up = gate + n * F;
-    project(s, n, s->xn, D, &L->mlp_gate, gate, F, 0);
-    project(s, n, s->xn, D, &L->mlp_up, up, F, 0);
-    clef_swiglu(be, n * F, gate, up, gate);
-    project(s, n, gate, F, &L->mlp_down, s->h, D, 1);
+    for (int64_t r0 = 0; r0 < n; r0 += QWEN35_MLP_ROWS) {
+        const int64_t rows = n - r0 < QWEN35_MLP_ROWS ? n - r0 : QWEN35_MLP_ROWS;
+        float *gate = s->work, *up = gate + rows * F;
+        project(s, rows, s->xn + r0 * D, D, &L->mlp_gate, gate, F, 0);
+        project(s, rows, s->xn + r0 * D, D, &L->mlp_up, up, F, 0);
+        clef_swiglu(be, rows * F, gate, up, gate);
+        project(s, rows, gate, F, &L->mlp_down, s->h + r0 * D, D, 1);
+    }
 }
 
 int qwen35_forward(const qwen35_model *m, qwen35_state *s, int64_t n_seqs,

@@ -16,17 +16,18 @@ qwen35_params qwen35_default_params(void) {
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-/* Floats per token of the work region: the largest of the MLP's, the GDN's and the
- * attention's per-token buffers (they are used in turn, never at once). qwen35_forward.c
- * carves it the same way. */
-int64_t qwen35_work_cols(const clef_text_config *c) {
+/* Floats of the work region for N rows: the largest of the MLP's (QWEN35_MLP_ROWS rows at a
+ * time), the GDN's and the attention's buffers (they are used in turn, never at once).
+ * qwen35_forward.c carves it the same way. */
+size_t qwen35_work_floats(const clef_text_config *c, int64_t N) {
     const int64_t Hv = c->linear_num_value_heads, Vd = Hv * c->linear_value_head_dim;
     const int64_t Cc = 2 * c->linear_num_key_heads * c->linear_key_head_dim + Vd;
     const int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, d = c->head_dim;
-    int64_t mlp = 2 * c->intermediate_size;
-    int64_t gdn = Cc /* P */ + Cc /* conv */ + Vd /* z */ + 4 * Hv /* a, b, g, beta */ + Vd /* o */;
-    int64_t attn = Hq * 2 * d /* q|gate */ + 2 * Hkv * d /* k, v */ + Hq * d /* o */;
-    return max64(mlp, max64(gdn, attn));
+    const int64_t mlp_rows = N < QWEN35_MLP_ROWS ? N : QWEN35_MLP_ROWS;
+    int64_t mlp = mlp_rows * 2 * c->intermediate_size;
+    int64_t gdn = N * (Cc /* P, then o */ + Cc /* conv */ + Vd /* z */ + 4 * Hv /* a, b, g, beta */);
+    int64_t attn = N * (Hq * 2 * d /* q|gate */ + 2 * Hkv * d /* k, v */ + Hq * d /* o */);
+    return (size_t)max64(mlp, max64(gdn, attn));
 }
 
 /* Scratch of the token-mixing ops: the larger of the delta rule's and the attention's, each
@@ -97,7 +98,6 @@ int qwen35_state_create(const qwen35_model *m, clef_backend *be, const qwen35_pa
     s->be = be;
     s->params = p;
     s->buffers = clef_buffer_set_init(be);
-    s->work_cols = qwen35_work_cols(&m->cfg);
     const int64_t N = p.max_tokens, D = m->cfg.hidden_size, rot = m->rot_dims;
     const size_t f = sizeof(float), i32 = sizeof(int32_t);
     /* one scratch for the ops that take one, used in turn */
@@ -115,7 +115,7 @@ int qwen35_state_create(const qwen35_model *m, clef_backend *be, const qwen35_pa
         {(void **)&s->h, f * (size_t)(N * D)},
         {(void **)&s->xn, f * (size_t)(N * D)},
         {(void **)&s->out, f * (size_t)(N * D)},
-        {(void **)&s->work, f * (size_t)(N * s->work_cols)},
+        {(void **)&s->work, f * qwen35_work_floats(&m->cfg, N)},
         {(void **)&s->rope_cos, f * (size_t)(N * rot)},
         {(void **)&s->rope_sin, f * (size_t)(N * rot)},
         {&s->scratch, scratch_bytes},
