@@ -15,6 +15,9 @@
  * Weights are random codes (never zeros) with scales that give N(0, 0.02)-sized values; speed
  * does not depend on the values (accuracy is tests/cuda/test_cuda_quant's business).
  *
+ * FP8 runs on the fp8 tensor cores (clef_backend_cuda_set_fp8_tensor_cores), not the backend's
+ * default exact path; with CLEF_BENCH_FP8_EXACT=1 in the environment the default path is timed.
+ *
  * Which linears each precision quantizes (the releases, docs/quant.md): FP8 the attention and
  * MLP linears (Gated DeltaNet projections stay BF16); INT8 ConvRot every linear except GDN
  * in_proj_a / in_proj_b; NF4 every linear. The per-forward sums of the gemm table and the
@@ -421,6 +424,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "CUDA backend: %s\n", clef_last_error());
         return 1;
     }
+    /* FP8 on the fp8 tensor cores (the speed mode; the backend's default is the exact path at
+     * the BF16 rate, cuda_quant_fp8.cu); CLEF_BENCH_FP8_EXACT=1 times the default instead */
+    const char *fp8_exact = getenv("CLEF_BENCH_FP8_EXACT");
+    const int tensor_cores = !(fp8_exact && !strcmp(fp8_exact, "1"));
+    clef_backend_cuda_set_fp8_tensor_cores(be, tensor_cores);
+    printf("FP8 matmuls: %s\n", tensor_cores ? "fp8 tensor cores (clef_backend_cuda_set_fp8_tensor_cores)"
+                                              : "the exact path (bf16 tensor cores on the widened codes)");
     double ceiling = 0;
     if (clef_backend_cuda_gemm_ceiling(be, 8192, 8192, 8192, 20, &ceiling) == CLEF_OK)
         printf("cuBLASLt bf16 GEMM ceiling (8192^3, median of 20): %.0f TFLOP/s\n", ceiling);
