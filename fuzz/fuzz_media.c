@@ -3,7 +3,8 @@
  * parsing, the strict base64 decoder and the image header probe.
  *
  * The first input byte picks the mode:
- *   0: the rest is a data URL (clef_image_from_data_url, then the probe on what it returns);
+ *   0: the rest is a data URL (clef_image_from_data_url, then the probe on what it returns;
+ *      and clef_video_from_data_url, the video fields' parser, on the same text);
  *   1: the rest is base64 text (clef_base64_decode): a success must decode to at most
  *      clef_base64_decoded_bound bytes and re-encode to the same text;
  *   2 and up: the rest is an image file, PNG / JPEG / WebP for (byte - 2) % 3 = 0 / 1 / 2,
@@ -14,6 +15,7 @@
 #include "media/base64.h"
 #include "media/image_probe.h"
 #include "media/image_source.h"
+#include "media/video_source.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -59,6 +61,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             expect_status(clef_image_probe(&file, "fuzz", &w, &h));
             clef_image_file_free(&file);
         }
+        clef_video_file video;
+        st = clef_video_from_data_url((const char *)rest, n, "fuzz", &video);
+        expect_status(st);
+        if (st == CLEF_OK && (!video.bytes || clef_video_sniff(video.bytes, video.size) !=
+                                                  video.container))
+            abort(); /* accepted bytes must be of the declared container */
+        clef_video_file_free(&video);
     } else if (mode == 1) {
         uint8_t *out = NULL;
         size_t out_len = 0;

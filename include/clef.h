@@ -218,6 +218,15 @@ typedef struct clef_model_params {
                                 GPU N: CLEF_ERR_UNSUPPORTED; a malformed name:
                                 CLEF_ERR_INVALID_ARG. docs/model-api.md */
     clef_profile profile;    /* weight placement; default CLEF_PROFILE_RESIDENT */
+    /* The vision processors' pixel bounds (docs/media.md), replacing the release's: images are
+     * resized to between min_pixels and max_pixels pixels (size.shortest_edge / longest_edge of
+     * preprocessor_config.json; Qwen3.5's 65,536 and 16,777,216 when the release has none),
+     * videos to between video_min_pixels and video_max_pixels over all sampled frames
+     * (video_preprocessor_config.json; Qwen3-VL's 131,072 and 786,432). 0 = the release's.
+     * Negative, or a minimum over its maximum after the release's values are filled in:
+     * CLEF_ERR_INVALID_ARG naming both. */
+    int64_t min_pixels, max_pixels;
+    int64_t video_min_pixels, video_max_pixels;
 } clef_model_params;
 
 /* The defaults above (every "0 = ..." field zero, backend and device NULL). */
@@ -289,7 +298,8 @@ CLEF_API int32_t clef_context_max_tokens(const clef_context *ctx);       /* toke
  * response body {"model","answers","usage"} as Python's json.dumps would write it
  * (NUL-terminated, owned by the caller: free with clef_string_free). On failure returns
  * CLEF_ERR_REQUEST_JSON, CLEF_ERR_REQUEST_INVALID (the message names the field),
- * CLEF_ERR_REQUEST_TOO_LONG, CLEF_ERR_UNSUPPORTED (images or videos: not implemented yet) or
+ * CLEF_ERR_REQUEST_TOO_LONG, CLEF_ERR_UNSUPPORTED (images or videos for a release without a
+ * vision tower, or videos in a build without video decoding) or
  * another negative status; *response_json is NULL then. */
 CLEF_API int clef_context_decide(clef_context *ctx, const char *request_json, size_t len,
                         char **response_json);

@@ -130,6 +130,7 @@ typedef struct clef_quant_config {
     int64_t group_size;       /* NF4 blocksize (64) or ConvRot group (256); 0 if n/a */
     int double_quant;         /* NF4: bnb_4bit_use_double_quant (absmax U8 + nested tables) */
     int from_tensors;         /* 1: no quantization_config; the method was read off the tensors */
+    char compute_dtype[16];   /* NF4: bnb_4bit_compute_dtype ("bfloat16"), "" when absent */
 } clef_quant_config;
 
 typedef struct clef_release_config {
@@ -282,6 +283,77 @@ CLEF_API int clef_release_runnable(const clef_release *rel);
  * I/O failure returns its status. Sets the summary's values_scanned / values_checked. */
 CLEF_API int clef_release_scan_values(clef_release *rel, int keep_going, clef_progress_fn progress,
                              void *progress_user);
+
+/* ---- quantization: what is quantized, what the engine holds ------------------------------- */
+
+/* Where a linear layer's weight stands in the release (clef_release_linear_state). The rules
+ * are each format's own (docs/quant.md, "What each precision quantizes"). */
+typedef enum clef_linear_state {
+    CLEF_LINEAR_QUANTIZED = 0,          /* stored in the release's quantized format */
+    CLEF_LINEAR_UNQUANTIZED_RELEASE,    /* the release is not quantized (BF16 / F16 / F32) */
+    CLEF_LINEAR_KEPT_IGNORED,           /* named by the release's ignore list: compressed-tensors
+                                           `ignore` (exact name or "re:" regex, matched from the
+                                           start) or bitsandbytes `llm_int8_skip_modules` (a
+                                           regex matched from the start, or a name suffix) */
+    CLEF_LINEAR_KEPT_BY_FORMAT,         /* the format never quantizes this module: lm_head,
+                                           vision tower and joint head (every format), GDN
+                                           linears (FP8 W8A8), GDN in_proj_a / in_proj_b (INT8) */
+    CLEF_LINEAR_KEPT_ROTATION_GROUP,    /* INT8 ConvRot: in_features not a multiple of the
+                                           rotation group (256) */
+    CLEF_LINEAR_KEPT_UNEXPLAINED,       /* stored in high precision though no rule above says so */
+    CLEF_LINEAR_STATE_COUNT
+} clef_linear_state;
+
+/* "quantized", "unquantized-release", "ignore-list", "format-rule", "rotation-group",
+ * "unexplained" (static). */
+CLEF_API const char *clef_linear_state_name(clef_linear_state s);
+
+/* If t is the weight of a linear layer (a text projection, lm_head, a vision-tower or
+ * joint-head Linear, a head attention's in_proj_weight; not an embedding, norm or conv),
+ * returns its state and, for CLEF_LINEAR_KEPT_IGNORED, sets *rule (may be NULL) to the ignore
+ * entry that matched (owned by the release); returns -1 for any other tensor. */
+CLEF_API int clef_release_linear_state(const clef_release *rel, const clef_tensor_info *t,
+                                       const char **rule);
+
+/* Bytes the engine holds for tensor t once the release is loaded, in the formats it keeps
+ * (the resident size; docs/quant.md, "Resident bytes"): quantized data and NF4 absmax / code
+ * tables as stored; FP8 and INT8 weight scales as fp32; vectors (norms, biases, GDN conv taps
+ * and gate parameters, the head's type embedding) as fp32; matrices and embedding tables in
+ * their stored type; 0 for what is not held: an untied lm_head (its option rows are read from
+ * the file per record), NF4 quant_state JSON and comfy_quant JSON (parsed into the
+ * descriptor), the head's three scalars (host copies) and input_scale. A backend may add
+ * packing padding (the CPU's GEMM panels) or widen F16 matrices (CPU): `clef inspect --device`
+ * measures a real load. */
+CLEF_API uint64_t clef_release_resident_bytes(const clef_release *rel, const clef_tensor_info *t);
+
+/* The format parameters of a release's quantization, as its files give them. */
+typedef struct clef_quant_params {
+    clef_quant_method method;
+    size_t n_quantized;              /* linears stored quantized */
+    clef_dtype weight_dtype;         /* stored dtype of quantized weights (U8 packed NF4,
+                                        F8_E4M3, I8); meaningful when n_quantized > 0 */
+    /* NF4 (bitsandbytes): the first quantized weight's quant_state and the config */
+    char quant_type[16];             /* "nf4" */
+    int64_t blocksize;               /* elements per absmax block (64) */
+    int double_quant;                /* 1: absmax stored U8, decoded by the nested tables */
+    int64_t nested_blocksize;        /* absmax blocks per nested absmax (256) */
+    char nested_dtype[16];           /* "float32" */
+    char dtype[16];                  /* the weight's dtype in the library ("bfloat16") */
+    char compute_dtype[16];          /* config's bnb_4bit_compute_dtype, "" when absent */
+    /* FP8 W8A8 (compressed-tensors) and INT8 ConvRot (comfy-kitchen) */
+    const char *weight_strategy;     /* "channel": one scale per output row, [out, 1] */
+    const char *activation_strategy; /* "token, dynamic" (scale per token at run time) or
+                                        "tensor, static" (INT8 with input_scale) */
+    clef_dtype scale_dtype;          /* weight_scale as stored (BF16 or F32); held as fp32 */
+    const char *scale_layout;        /* "[out, 1]" */
+    int64_t rotation_group;          /* INT8: Hadamard group over in_features (256), else 0 */
+    char comfy_format[32];           /* INT8: comfy_quant "format" ("int8_tensorwise") or "" */
+} clef_quant_params;
+
+/* Fill *out for rel (const char * fields are static strings). CLEF_OK, or the status of
+ * reading a quant_state / comfy_quant tensor (naming it). For a BF16 release only method and
+ * n_quantized (0) are set. */
+CLEF_API int clef_release_quant_params(const clef_release *rel, clef_quant_params *out);
 
 #ifdef __cplusplus
 }

@@ -8,7 +8,8 @@
  *   int8      INT8 ConvRot: butterfly rotation + per-token int8, int32 dots, scales after
  * Weights: random BF16 N(0, 0.02) quantized with src/quant's quantizers (FP8, INT8); NF4
  * gets random codes and block statistics (the kernel's work does not depend on the values).
- * Activation quantization is included in the time. Prints one JSON line per format: median
+ * The activations' packing (and quantization) is included in the time; the kernels run the
+ * best instruction-set level of the CPU unless CLEF_CPU_ISA caps it (avx2, c). Prints one JSON line per format: median
  * wall ms and CPU seconds (all threads) over RUNS runs after one warm-up.
  *   bench_quant_linear N K T RUNS THREADS
  */
@@ -51,7 +52,8 @@ typedef struct linear {
     clef_nf4_desc nf4;
     uint8_t *nf4_packed;
     /* fp8 */
-    uint8_t *fp8_w, *fp8_x;
+    uint8_t *fp8_w;
+    float *xp; /* packed activations (NF4, FP8) */
     float *fp8_sw, *fp8_sx;
     /* int8 */
     int8_t *i8_w, *i8_x;
@@ -63,11 +65,18 @@ enum { F_NF4, F_FP8, F_FP8_QDQ, F_INT8, F_COUNT };
 static const char *format_name[F_COUNT] = {"nf4", "fp8", "fp8_qdq", "int8"};
 
 static void run(linear *L, int f, int threads) {
-    if (f == F_FP8 || f == F_FP8_QDQ) /* per-token quantization, split over tokens */
-#pragma omp parallel for num_threads(threads)
-        for (int64_t t = 0; t < L->T; t++)
-            clef_fp8_quantize_tokens(L->x + t * L->K, L->K, 1, L->K, CLEF_QUANT_ACT_F32,
-                                     L->fp8_x + t * L->K, L->fp8_sx + t);
+    const int64_t blocks = clef_qmm_token_blocks(L->T);
+    if (f == F_NF4 || f == F_FP8 || f == F_FP8_QDQ) /* packed once per call, by token blocks */
+#pragma omp parallel num_threads(threads)
+    {
+        int id = omp_get_thread_num(), n_th = omp_get_num_threads();
+        int64_t b0 = blocks * id / n_th, b1 = blocks * (id + 1) / n_th;
+        if (f == F_NF4)
+            clef_qmm_pack_f32(L->x, L->K, L->T, L->K, b0, b1, L->xp);
+        else
+            clef_qmm_pack_fp8(L->x, L->K, L->T, L->K, f == F_FP8_QDQ, b0, b1, L->xp, L->fp8_sx,
+                              (uint8_t *)(L->rot + id * L->K));
+    }
     if (f == F_INT8)
 #pragma omp parallel for num_threads(threads)
         for (int64_t t = 0; t < L->T; t++)
@@ -84,14 +93,14 @@ static void run(linear *L, int f, int threads) {
         if (n0 < n1) {
             float *panel = L->panels[id];
             if (f == F_NF4)
-                clef_nf4_matmul_rows(&L->nf4, L->nf4_packed, 0, L->K, n0, n1, L->T, L->x, L->K, NULL,
+                clef_nf4_matmul_rows(&L->nf4, L->nf4_packed, 0, L->K, n0, n1, L->T, L->xp, NULL,
                                      L->y, L->N, 0, panel);
             else if (f == F_FP8)
-                clef_fp8_matmul_rows(L->fp8_w, L->fp8_sw, L->K, n0, n1, L->T, L->fp8_x, L->fp8_sx,
+                clef_fp8_matmul_rows(L->fp8_w, L->fp8_sw, L->K, n0, n1, L->T, L->xp, L->fp8_sx,
                                      NULL, L->y, L->N, 0, panel);
             else if (f == F_FP8_QDQ)
-                clef_fp8_matmul_rows_qdq(L->fp8_w, L->fp8_sw, L->K, n0, n1, L->T, L->fp8_x,
-                                         L->fp8_sx, NULL, L->y, L->N, 0, panel);
+                clef_fp8_matmul_rows_qdq(L->fp8_w, L->fp8_sw, L->K, n0, n1, L->T, L->xp, NULL,
+                                         L->y, L->N, 0, panel);
             else
                 clef_int8_matmul_rows(L->i8_w, L->i8_sw, L->K, n0, n1, L->T, L->i8_x, L->i8_sx,
                                       NULL, L->y, L->N, 0);
@@ -141,7 +150,7 @@ int main(int argc, char **argv) {
     L.fp8_w = malloc((size_t)(N * K));
     L.fp8_sw = malloc(sizeof(float) * (size_t)N);
     clef_fp8_quantize_weight(w, N, K, L.fp8_w, L.fp8_sw);
-    L.fp8_x = malloc((size_t)(T * K));
+    L.xp = malloc(sizeof(float) * clef_qmm_xpack_floats(T, K));
     L.fp8_sx = malloc(sizeof(float) * (size_t)T);
     L.i8_w = malloc((size_t)(N * K));
     L.i8_sw = malloc(sizeof(float) * (size_t)N);

@@ -5,8 +5,9 @@ image processor (tests/media/test_processor.c).
 Oracle: transformers' Qwen2-VL image processor with the PIL backend
 (Qwen2VLImageProcessorPil, transformers pinned in scripts/requirements.txt), fed what
 transformers' own load_image returns (Pillow: ImageOps.exif_transpose(Image.open(f))
-.convert("RGB")). With the pinned requirements (no torchvision) this is the processor
-AutoProcessor gives the release's joint_schema_model.py.
+.convert("RGB")); and the torchvision backend (Qwen2VLImageProcessor, torchvision pinned):
+the processor AutoProcessor gives the release's joint_schema_model.py whenever torchvision is
+installed, as with the pinned requirements — clef's default (media/image_processor.h).
 
 Writes tests/media/fixtures/processor/:
   *.png / *.jpg / *.webp   images Pillow wrote (or, for variants Pillow cannot write —
@@ -20,6 +21,8 @@ Writes tests/media/fixtures/processor/:
     resize of it to the processor's smart_resize size (HWC uint8); pixels = the processor's
     pixel_values as little-endian float32, row-major [n_rows, row_len]; samples are values of
     pixel_values at fixed positions, printed with repr (shown by the test on a mismatch);
+  cases_torchvision.txt    per case of cases.txt, the torchvision processor's result:
+      name file patch temporal merge min_pixels max_pixels grid_t grid_h grid_w pixels_sha256
   refusals.txt             "<file> <status> <pillow>" for damaged files clef must refuse:
                            lying headers, truncation, bad CRC, missing PLTE, 0 height,
                            1x100000, bombs, one pixel over the cap, animated WebP; <pillow>
@@ -404,6 +407,23 @@ def main():
             w, h, sha(d), rw, rh, sha(resized), grid[0], grid[1], grid[2],
             sha(pv.astype("<f4")), len(picks), samples))
     with open(os.path.join(OUT, "cases.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    from transformers.models.qwen2_vl.image_processing_qwen2_vl import Qwen2VLImageProcessor
+    lines = []
+    for name, fname, over in CASES:
+        s = dict(QWEN35, **over)
+        decoded = load_image(os.path.join(OUT, fname))
+        proc = Qwen2VLImageProcessor(
+            patch_size=s["patch"], temporal_patch_size=s["temporal"], merge_size=s["merge"],
+            size={"shortest_edge": s["min_pixels"], "longest_edge": s["max_pixels"]},
+            image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])
+        out = proc(images=[decoded], return_tensors="pt")
+        grid = [int(v) for v in out["image_grid_thw"][0]]
+        pv = out["pixel_values"].numpy().astype("<f4")
+        lines.append("%s %s %d %d %d %d %d %d %d %d %s" % (
+            name, fname, s["patch"], s["temporal"], s["merge"], s["min_pixels"], s["max_pixels"],
+            grid[0], grid[1], grid[2], sha(pv)))
+    with open(os.path.join(OUT, "cases_torchvision.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     lines = []
     for w, h, dw, dh in RESIZES:

@@ -2,22 +2,26 @@
 """make_video_fixtures.py — small videos and reference results for clef's video processor
 (tests/media/test_video.c).
 
-Oracles, all from transformers (pinned in scripts/requirements.txt):
+Oracles, all from transformers and torchvision (pinned in scripts/requirements.txt):
   - frame sampling: Qwen3VLVideoProcessor.sample_frames with the video's metadata;
   - the video smart_resize of qwen3_vl's video processor;
   - timestamps: Qwen3VLProcessor._calculate_timestamps;
-  - pixel rows: Qwen3VLVideoProcessor.patchify (torch) over frames normalized in torch's fused
-    order ((x - 127.5) / 127.5, as the torchvision backend's rescale_and_normalize does).
-The one step that is NOT the reference's: the resize. The reference video processor resizes
-with torchvision, which is not in the pinned requirements (installing it would switch
-transformers' image processor to its torchvision backend, see docs/media.md); frames here are
-resized with Pillow's BICUBIC, as clef does. So the pixel check shows decoding, sampling,
-normalization and layout exactly, not torchvision's resize.
+  - pixel rows: the real Qwen3VLVideoProcessor (the video processor Qwen3.5 releases name; it
+    runs on transformers' torchvision backend) over the decoded frames and their metadata:
+    sampling, torchvision's uint8 antialiased bicubic resize, the fused normalization and
+    patchify, all the reference's own;
+  - torchvision's resize alone (transforms.v2.functional.resize, BICUBIC, antialias=True, on
+    uint8 tensors: what the processor does with frames) on a synthetic image the C test
+    computes too, 60 size pairs.
+The frames are handed to the processor as arrays (PyAV, transformers' video reader, is not
+pinned): the test videos are lossless, so they are exactly the frames FFmpeg decodes.
 
 Writes tests/media/fixtures/video/:
   raw_rgb.avi      12 frames 52x36 at 6 fps, uncompressed RGB (lossless: the decoded frames
                    are exactly the frames written here);
   mjpeg.avi        9 frames 40x30 at 3 fps, Motion-JPEG (lossy; sampling and grid only);
+  torch_resize.txt src_w src_h dst_w dst_h sha256 of torchvision's resize of the synthetic
+                   image (byte = (x*7 + y*13 + c*50 + (x*y) % 31) % 256);
   videos.txt       per video and settings: name file fps min_frames max_frames min_pixels
                    max_pixels total video_fps n idx... grid_t grid_h grid_w resized_h resized_w
                    pixels_sha256 (or -) n_timestamps ts...;
@@ -33,6 +37,7 @@ import types
 
 import numpy as np
 import torch
+import torchvision.transforms.v2.functional as tvF
 from PIL import Image
 from transformers.models.qwen3_vl.processing_qwen3_vl import Qwen3VLProcessor
 from transformers.models.qwen3_vl.video_processing_qwen3_vl import (Qwen3VLVideoProcessor,
@@ -96,20 +101,42 @@ def sample(total, video_fps, fps, min_frames, max_frames):
     return [int(i) for i in Qwen3VLVideoProcessor.sample_frames(fake, meta, fps=fps)]
 
 
-def reference_pixels(frames, idx, s):
-    factor = s["patch"] * s["merge"]
-    h, w = frames[0].shape[:2]
-    rh, rw = smart_resize(len(idx), h, w, temporal_factor=s["temporal"], factor=factor,
-                          min_pixels=s["min_pixels"], max_pixels=s["max_pixels"])
-    resized = [np.asarray(Image.fromarray(frames[i]).resize((rw, rh), Image.BICUBIC)) for i in idx]
-    video = torch.from_numpy(np.stack(resized)).permute(0, 3, 1, 2)[None]  # B T C H W uint8
-    mean = torch.tensor([0.5] * 3) * (1.0 / (1 / 255))
-    std = torch.tensor([0.5] * 3) * (1.0 / (1 / 255))
-    video = (video.float() - mean[None, None, :, None, None]) / std[None, None, :, None, None]
-    patches, gt, gh, gw = Qwen3VLVideoProcessor.patchify(None, video, s["patch"], s["merge"],
-                                                          s["temporal"])
-    pv = patches[0].numpy().astype("<f4")
-    return rh, rw, (gt, gh, gw), hashlib.sha256(pv.tobytes()).hexdigest()
+def reference_pixels(frames, total, video_fps, s):
+    """The real Qwen3-VL video processor on the whole video: (resized h, w, grid, sha256)."""
+    vp = Qwen3VLVideoProcessor(
+        patch_size=s["patch"], temporal_patch_size=s["temporal"], merge_size=s["merge"],
+        size={"shortest_edge": s["min_pixels"], "longest_edge": s["max_pixels"]}, fps=s["fps"],
+        min_frames=s["min_frames"], max_frames=s["max_frames"], image_mean=[0.5] * 3,
+        image_std=[0.5] * 3)
+    out = vp(videos=[np.stack(frames)], do_sample_frames=True, cap_pixels_per_frame=False,
+             video_metadata=[VideoMetadata(total_num_frames=total, fps=video_fps)],
+             return_tensors="pt")
+    gt, gh, gw = (int(v) for v in out["video_grid_thw"][0])
+    pv = out["pixel_values_videos"].numpy().astype("<f4")
+    return gh * s["patch"], gw * s["patch"], (gt, gh, gw), hashlib.sha256(pv.tobytes()).hexdigest()
+
+
+def synthetic(w, h):
+    """The resize source test_video.c computes too."""
+    y, x = np.mgrid[0:h, 0:w]
+    return np.stack([(x * 7 + y * 13 + c * 50 + (x * y) % 31) % 256 for c in range(3)],
+                    axis=-1).astype(np.uint8)
+
+
+# (src_w, src_h, dst_w, dst_h): up, down, mixed, extreme, and video-like downscales.
+TORCH_RESIZES = ([(w, h, dw, dh) for (w, h) in [(1, 1), (7, 3), (64, 48), (333, 97), (1000, 10)]
+                  for (dw, dh) in [(1, 1), (2, 5), (32, 32), (64, 48), (65, 47), (129, 300),
+                                   (480, 32), (1024, 96), (3, 900)]] +
+                 [(1280, 720, 640, 352), (1920, 1080, 448, 256), (640, 480, 320, 224),
+                  (52, 36, 224, 160), (36, 52, 32, 64), (720, 1280, 96, 160), (500, 4, 64, 32),
+                  (3, 700, 32, 64), (97, 333, 333, 97), (256, 256, 256, 128), (256, 256, 128, 256),
+                  (2000, 1500, 1000, 750), (4000, 30, 640, 32), (31, 31, 32, 32), (33, 33, 32, 32)])
+
+
+def torch_resize_sha(w, h, dw, dh):
+    img = torch.from_numpy(synthetic(w, h)).permute(2, 0, 1)[None]
+    out = tvF.resize(img, [dh, dw], interpolation=tvF.InterpolationMode.BICUBIC, antialias=True)
+    return hashlib.sha256(out[0].permute(1, 2, 0).contiguous().numpy().tobytes()).hexdigest()
 
 
 def main():
@@ -149,7 +176,7 @@ def main():
         grid = (t, rh // s["patch"], rw // s["patch"])
         digest = "-"
         if frames is not None:
-            rh2, rw2, grid2, digest = reference_pixels(frames, idx, s)
+            rh2, rw2, grid2, digest = reference_pixels(frames, total, vfps, s)
             assert (rh2, rw2, tuple(grid2)) == (rh, rw, grid), name
         lines.append(" ".join(str(v) for v in [
             name, fname, repr(s["fps"]), s["min_frames"], s["max_frames"], s["min_pixels"],
@@ -190,7 +217,11 @@ def main():
         lines.append("%d %d %d %d %d %d %d %s" % (n, h, w, factor, temporal, mn, mx, res))
     with open(os.path.join(OUT, "video_resize.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
-    print("wrote 2 videos, %d cases, 200 samplings, 400 resizes to %s" % (len(cases), OUT))
+    with open(os.path.join(OUT, "torch_resize.txt"), "w") as f:
+        for w, h, dw, dh in TORCH_RESIZES:
+            f.write("%d %d %d %d %s\n" % (w, h, dw, dh, torch_resize_sha(w, h, dw, dh)))
+    print("wrote 2 videos, %d cases, 200 samplings, 400 smart_resizes, %d torchvision resizes "
+          "to %s" % (len(cases), len(TORCH_RESIZES), OUT))
 
 
 if __name__ == "__main__":

@@ -81,8 +81,27 @@ class ComfyInt8Linear(torch.nn.Module):
                                  convrot=True, convrot_groupsize=self.group)
 
 
+def require_exact_int8_mm() -> None:
+    """Refuse to make an INT8 oracle where torch's int8 matmul is not exact. comfy-kitchen's
+    eager int8_linear multiplies with torch.int8_mm / torch._int_mm; on a CPU where oneDNN
+    runs it at AVX2 (no AVX-512; or with ONEDNN_MAX_CPU_ISA=AVX2) the int32 sums are not the
+    exact ones (a random 64 x 256 x 64 product was off by up to 67,550), so the oracle would
+    not be the library's int32 arithmetic (docs/quant.md, "Why FP8 and INT8 miss 1e-4")."""
+    mm = getattr(torch, "int8_mm", torch._int_mm)
+    g = torch.Generator().manual_seed(0)
+    a = torch.randint(-128, 128, (64, 256), dtype=torch.int8, generator=g)
+    b = torch.randint(-128, 128, (256, 64), dtype=torch.int8, generator=g)
+    got = mm(a, b).to(torch.int64)
+    want = a.to(torch.int64) @ b.to(torch.int64)
+    if not torch.equal(got, want):
+        raise SystemExit(f"torch's int8 matmul is not exact on this machine (max |error| "
+                         f"{int((got - want).abs().max())}): make the INT8 oracles on a CPU "
+                         f"with AVX-512 (oneDNN not capped below it)")
+
+
 def load_int8(d: Path):
     from safetensors.torch import load_file
+    require_exact_int8_mm()
     from transformers import Qwen3_5Config, Qwen3_5ForConditionalGeneration
     config = Qwen3_5Config.from_pretrained(d)
     m = Qwen3_5ForConditionalGeneration(config).to(torch.float32).eval()

@@ -163,6 +163,8 @@ def int8(release: Path) -> dict[str, torch.Tensor]:
     from comfy_kitchen.tensor.int8 import TensorWiseINT8Layout
     from comfy_kitchen.tensor.int8_utils import _build_hadamard
 
+    from make_backbone_oracle import require_exact_int8_mm
+    require_exact_int8_mm()  # int8_linear's int32 sums must be exact on this machine
     t = read_release(release)
     o = Oracle()
     for name in sorted(t):

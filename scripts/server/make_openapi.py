@@ -35,9 +35,9 @@ def request(model_schema):
                                          "description": "question id ([A-Za-z0-9_.-], at most 100 characters) -> question, in the order asked",
                                          "additionalProperties": {"$ref": "#/components/schemas/Question"}},
                            "images": {"type": "array", "maxItems": 4, "items": {"$ref": "#/components/schemas/Medium"},
-                                      "description": "not supported by this build yet: refused with 422"},
+                                      "description": "PNG, JPEG or WebP; 4 MiB each, 8 MiB in all; read by the release's vision tower"},
                            "videos": {"type": "array", "maxItems": 4, "items": {"$ref": "#/components/schemas/Medium"},
-                                      "description": "not supported by this build yet: refused with 422"}}}
+                                      "description": "MP4 / QuickTime, WebM / Matroska or AVI; 16 MiB each, 32 MiB in all; frames sampled and read by the release's vision tower"}}}
 prob = {"type": "number", "minimum": 0, "maximum": 1}
 answer = {"type": "object", "required": ["type"],
           "properties": {"type": {"type": "string", "enum": ["noul", "choice", "score"]},

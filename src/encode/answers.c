@@ -173,9 +173,9 @@ int clef_answers_render(const clef_request *request, const clef_encoded_record *
                         (int)encoded->n_tokens);
     if (encoded->truncated_tokens > 0)
         clef_strbuf_appendf(out, ",\"truncated_tokens\":%d", (int)encoded->truncated_tokens);
+    /* the processed size of each image / video and the placeholder tokens it became */
+    int64_t vision_tokens = 0;
     if (encoded->n_images > 0 && encoded->image_usage) {
-        /* the processed size of each image and the placeholder tokens it became */
-        int64_t vision_tokens = 0;
         clef_strbuf_append_str(out, ",\"images\":[");
         for (int32_t i = 0; i < encoded->n_images; i++) {
             const int32_t *u = encoded->image_usage + 3 * i;
@@ -183,8 +183,22 @@ int clef_answers_render(const clef_request *request, const clef_encoded_record *
                                 i ? "," : "", (int)u[0], (int)u[1], (int)u[2]);
             vision_tokens += u[2];
         }
-        clef_strbuf_appendf(out, "],\"vision_tokens\":%lld", (long long)vision_tokens);
+        clef_strbuf_append_char(out, ']');
     }
+    if (encoded->n_videos > 0 && encoded->video_usage) {
+        clef_strbuf_append_str(out, ",\"videos\":[");
+        for (int32_t i = 0; i < encoded->n_videos; i++) {
+            const int32_t *u = encoded->video_usage + 4 * i;
+            clef_strbuf_appendf(out, "%s{\"width\":%d,\"height\":%d,\"frames\":%d,"
+                                "\"vision_tokens\":%d}", i ? "," : "", (int)u[0], (int)u[1],
+                                (int)u[2], (int)u[3]);
+            vision_tokens += u[3];
+        }
+        clef_strbuf_append_char(out, ']');
+    }
+    if ((encoded->n_images > 0 && encoded->image_usage) ||
+        (encoded->n_videos > 0 && encoded->video_usage))
+        clef_strbuf_appendf(out, ",\"vision_tokens\":%lld", (long long)vision_tokens);
     clef_strbuf_append_str(out, "}}");
     return clef_strbuf_status(out);
 }

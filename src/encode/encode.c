@@ -35,6 +35,7 @@ void clef_encoded_record_free(clef_encoded_record *record) {
     free(record->questions);
     free(record->ids);
     free(record->image_usage);
+    free(record->video_usage);
     memset(record, 0, sizeof *record);
 }
 

@@ -46,6 +46,9 @@ typedef struct clef_encoded_record {
     int32_t n_images;         /* images processed */
     int32_t *image_usage;     /* [n_images][3]: processed width, height, vision tokens; owned
                                * (freed by clef_encoded_record_free), NULL when none */
+    int32_t n_videos;         /* videos processed */
+    int32_t *video_usage;     /* [n_videos][4]: processed width, height, sampled frames, vision
+                               * tokens; owned like image_usage, NULL when none */
 } clef_encoded_record;
 
 #endif /* CLEF_ENCODE_ENCODED_H */

@@ -21,6 +21,7 @@
 #include "engine/engine.h"
 #include "encode/media_placeholders.h"
 #include "media/image_processor.h"
+#include "media/video_processor.h"
 #include "encode/request.h"
 #include "model/joint_head.h"
 #include "model/mrope_positions.h"
@@ -62,6 +63,7 @@ struct clef_model {
     clef_image_pixels_fn image_pixels; /* images to pixel rows (media.c; tests replace it) */
     void *image_pixels_ctx;
     clef_image_processor_params image_params; /* the release's processor settings (vision) */
+    clef_video_params video_params; /* the release's video processor settings (vision) */
     clef_lm_source lm;
     clef_request_limits limits;
     uint64_t load_done, load_total; /* weight bytes read so far / in all, for progress */
@@ -101,10 +103,14 @@ struct clef_prepared {
     int64_t n_rows;
     void *rows;
     const clef_lm_source *lm;       /* how to widen rows (dtype, hidden size) */
-    /* media (engine/media.c): the images' pixel rows, and the record's 3-D positions */
-    int32_t n_media;
-    clef_image_pixels *media;       /* [n_media] */
+    /* media (engine/media.c): the images' and videos' pixel rows, and the record's 3-D
+     * positions. Media are numbered images first, then videos (the prompt's order). */
+    int32_t n_media;                /* n_images + n_videos */
+    int32_t n_images, n_videos;
+    clef_image_pixels *media;       /* [n_images] */
+    clef_video_pixels *videos;      /* [n_videos] (their rows in videos[j].pixels) */
     int64_t *media_tokens;          /* [n_media] placeholder tokens of each */
+    clef_video_placeholder *video_placeholders; /* [n_videos] */
     clef_media_placeholders placeholders; /* the encoder's media hook context */
     int32_t *pos;                   /* (3, n_tokens) when n_media > 0, else NULL (text: 0..T-1) */
 };

@@ -36,6 +36,27 @@ clef_model_params clef_model_default_params(void) {
     return p;
 }
 
+/* min / max pixels given by the caller (0: keep the release's) into a processor's settings;
+ * `prefix` names the fields ("" or "video_"). */
+static int pixel_bounds(const char *prefix, int64_t min_pixels, int64_t max_pixels,
+                        clef_image_processor_params *ip) {
+    if (min_pixels < 0 || max_pixels < 0)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_model_load: negative %smin_pixels or "
+                         "%smax_pixels", prefix, prefix);
+    if (min_pixels)
+        ip->min_pixels = min_pixels;
+    if (max_pixels)
+        ip->max_pixels = max_pixels;
+    if (ip->min_pixels > ip->max_pixels)
+        return clef_fail(CLEF_ERR_INVALID_ARG, "clef_model_load: %smax_pixels %lld is under "
+                         "%smin_pixels %lld (%s)", prefix, (long long)ip->max_pixels, prefix,
+                         (long long)ip->min_pixels,
+                         min_pixels && max_pixels ? "both given"
+                         : min_pixels ? "the maximum is the release's"
+                                      : "the minimum is the release's");
+    return CLEF_OK;
+}
+
 /* ---- lm_head rows ------------------------------------------------------------------------- */
 
 static int lm_open(clef_lm_source *lm, const clef_release *rel) {
@@ -272,6 +293,14 @@ int clef_model_load(const char *dir, const clef_model_params *params, clef_model
             goto err;
         /* its image processor: the tower's sizes, bounds from preprocessor_config.json */
         if ((st = clef_processor_config_load(dir, &cfg->vision, &m->image_params)))
+            goto err;
+        /* and its video processor: video_preprocessor_config.json or the defaults */
+        if ((st = clef_video_config_load(dir, &cfg->vision, &m->video_params)))
+            goto err;
+        /* the caller's pixel bounds (clef run --max-pixels ...) over the release's */
+        if ((st = pixel_bounds("", p.min_pixels, p.max_pixels, &m->image_params)) ||
+            (st = pixel_bounds("video_", p.video_min_pixels, p.video_max_pixels,
+                               &m->video_params.image)))
             goto err;
     }
     m->image_pixels = clef_image_pixels_default;

@@ -8,6 +8,7 @@
 #include "media/image_decode.h"
 #include "media/patchify.h"
 #include "media/pil_resize.h"
+#include "media/torch_resize.h"
 #include "media/smart_resize.h"
 
 #include <math.h>
@@ -148,11 +149,14 @@ int clef_image_pixels_from_frames(const clef_rgb_image *frames, int64_t n_frames
     if (!rows)
         return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "%s: no memory for %lld pixel rows", what,
                          (long long)n_rows);
+    const int pil = params->backend == CLEF_IMAGE_BACKEND_PIL;
     float table[3][256];
-    clef_normalize_table(params, CLEF_NORMALIZE_RESCALE_THEN_NORMALIZE, table);
+    clef_normalize_table(params, pil ? CLEF_NORMALIZE_RESCALE_THEN_NORMALIZE : CLEF_NORMALIZE_FUSED,
+                         table);
     clef_rgb_image resized = {0};
     for (int64_t f = 0; f < n_frames; f++) {
-        rc = clef_pil_resize_bicubic(&frames[f], resized_w, resized_h, what, &resized);
+        rc = pil ? clef_pil_resize_bicubic(&frames[f], resized_w, resized_h, what, &resized)
+                 : clef_torch_resize_bicubic(&frames[f], resized_w, resized_h, what, &resized);
         if (rc != CLEF_OK) {
             free(rows);
             return rc;

@@ -8,8 +8,16 @@
  *   1. decode (PNG / JPEG / WebP), apply the EXIF orientation, convert to RGB exactly as PIL's
  *      Image.convert("RGB") does (alpha dropped, not composited);
  *   2. smart_resize the size to multiples of patch_size * merge_size within
- *      [min_pixels, max_pixels], resize with PIL's antialiased bicubic filter to uint8;
+ *      [min_pixels, max_pixels], resize with an antialiased bicubic filter to uint8;
  *   3. rescale and normalize: (x * rescale_factor - mean[c]) / std[c], rescale_factor = 1/255;
+ * with the arithmetic of one of transformers' two backends for this processor (`backend`):
+ *   - torchvision (Qwen2VLImageProcessor; what AutoProcessor builds whenever torchvision is
+ *     installed, as in the pinned requirements, and what a release naming
+ *     Qwen2VLImageProcessorFast asks for): torch's uint8 resize (torch_resize.h) and the fused
+ *     normalization (x - mean * 255) / (std * 255) in float32;
+ *   - PIL (Qwen2VLImageProcessorPil; transformers without torchvision): Pillow's resize
+ *     (pil_resize.h) and x * rescale_factor in float64, then the float32 subtract and divide.
+ * The two differ by one uint8 step in a few percent of the resized values.
  *   4. repeat the frame temporal_patch_size times (an image fills every temporal slot) and
  *      patchify in merge-block order.
  *
@@ -30,6 +38,12 @@
 
 #include <stdint.h>
 
+/* Which transformers backend's arithmetic the image processor reproduces (see above). */
+typedef enum clef_image_backend {
+    CLEF_IMAGE_BACKEND_TORCHVISION = 0, /* the default */
+    CLEF_IMAGE_BACKEND_PIL = 1,
+} clef_image_backend;
+
 /* The processor's settings. Sizes come from the release's vision config, pixel bounds and
  * normalization from its preprocessor_config.json when present (else the defaults below). */
 typedef struct clef_image_processor_params {
@@ -41,6 +55,7 @@ typedef struct clef_image_processor_params {
     float image_mean[3];         /* per channel, after x / 255 (0.5) */
     float image_std[3];          /* per channel (0.5) */
     double rescale_factor;       /* x * rescale_factor before normalizing (1/255) */
+    clef_image_backend backend;  /* images only (videos always run on torchvision's) */
 } clef_image_processor_params;
 
 /* The pixel rows of one image (or one video clip). Free with clef_image_pixels_free. */

@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "media/patchify.h"
-#include "media/pil_resize.h"
+#include "media/torch_resize.h"
 
 #ifdef CLEF_HAVE_VIDEO
 #include "media/video_codec.h"
@@ -140,7 +140,7 @@ static int decode_sampled(clef_video_decoder *dec, const int64_t *indices, int64
         }
         /* an index may be sampled twice (short videos): every slot asking for it gets it */
         while (next < n && indices[next] == index && rc == CLEF_OK) {
-            rc = clef_pil_resize_bicubic(&frame, out_w, out_h, what, &resized[next]);
+            rc = clef_torch_resize_bicubic(&frame, out_w, out_h, what, &resized[next]);
             next++;
         }
     }

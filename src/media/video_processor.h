@@ -8,17 +8,18 @@
  *   3. the video smart_resize: the same rounding as images but on the area of all frames
  *      (t x h x w within [min_pixels, max_pixels], t rounded to temporal_patch_size), sides
  *      under patch * merge first scaled up;
- *   4. each frame resized (Pillow's bicubic, as for images) and normalized in torch's fused
+ *   4. each frame resized (torchvision's uint8 antialiased bicubic, torch_resize.h — the
+ *      reference runs on transformers' torchvision backend) and normalized in torch's fused
  *      order ((x - mean * 255) / (std * 255) in float32);
  *   5. the frame count padded to a multiple of temporal_patch_size by repeating the last
  *      frame, then patchified as images are (image_processor.h layout), grid_t = frames / 2.
  * Timestamps, one per temporal patch: the mean of the first and last frame time
  * (index / video_fps) of the patch, as the Qwen3-VL processor puts them in the prompt.
  *
- * What is and is not matched exactly: sampling, sizes, grid and timestamps are the
- * reference's integer and float steps. The reference's video processor runs on torchvision
- * (not in the pinned requirements, see docs/media.md), whose resize is not Pillow's, and
- * decodes with PyAV's own FFmpeg build; pixel values are therefore not claimed identical.
+ * What is matched exactly: sampling, sizes, grid and timestamps are the reference's integer
+ * and float steps; for the same decoded frames the pixel rows are bit-identical to
+ * Qwen3VLVideoProcessor's. Decoding is FFmpeg's (the reference reads files with PyAV's own
+ * FFmpeg build, whose lossy decoders may differ in the last bits).
  */
 #ifndef CLEF_MEDIA_VIDEO_PROCESSOR_H
 #define CLEF_MEDIA_VIDEO_PROCESSOR_H

@@ -13,6 +13,13 @@
 
 #include <math.h>
 
+/* y (+)= x W^T over n rows. A quantized W gets the state's scratch, planned for it at
+ * creation (qwen35_state.c); the others the backend handle's own. */
+static void project(qwen35_state *s, int64_t n, const float *x, int64_t ldx, const clef_matrix *w,
+                    float *y, int64_t ldy, int accumulate) {
+    clef_matmul_scratch(s->be, n, x, ldx, w, NULL, y, ldy, accumulate, w->quant ? s->scratch : NULL);
+}
+
 /* Gated DeltaNet mixer: h += GDN(xn), over all n rows. */
 static void gdn_mixer(const qwen35_model *m, qwen35_state *s, const qwen35_layer *L, int64_t n,
                       const clef_seqs *seqs) {
@@ -22,7 +29,7 @@ static void gdn_mixer(const qwen35_model *m, qwen35_state *s, const qwen35_layer
     const int64_t dk = c->linear_key_head_dim, dv = c->linear_value_head_dim, Kc = c->linear_conv_kernel_dim;
     const int64_t K = Hk * dk, Vd = Hv * dv, Cc = 2 * K + Vd;
     const float eps = (float)c->rms_norm_eps;
-    /* carve the work region (qwen35_work_cols counts the same buffers) */
+    /* carve the work region (qwen35_work_floats counts the same buffers) */
     float *P = s->work;                  /* (n, Cc) projected q|k|v before the conv */
     float *Cv = P + n * Cc;              /* (n, Cc) after conv + silu */
     float *Z = Cv + n * Cc;              /* (n, Vd) output gate */
@@ -30,13 +37,13 @@ static void gdn_mixer(const qwen35_model *m, qwen35_state *s, const qwen35_layer
     float *B = A + n * Hv;               /* (n, Hv) */
     float *G = B + n * Hv;               /* (n, Hv) log decay */
     float *Beta = G + n * Hv;            /* (n, Hv) */
-    float *O = Beta + n * Hv;            /* (n, Vd) */
+    float *O = P;                        /* (n, Vd) over P, which the conv has consumed */
 
     /* 1. projections  mixed_qkv = in_proj_qkv(x); z = in_proj_z(x); b = in_proj_b(x); a = in_proj_a(x) */
-    clef_matmul(be, n, s->xn, D, &L->in_qkv, NULL, P, Cc, 0);
-    clef_matmul(be, n, s->xn, D, &L->in_z, NULL, Z, Vd, 0);
-    clef_matmul(be, n, s->xn, D, &L->in_b, NULL, B, Hv, 0);
-    clef_matmul(be, n, s->xn, D, &L->in_a, NULL, A, Hv, 0);
+    project(s, n, s->xn, D, &L->in_qkv, P, Cc, 0);
+    project(s, n, s->xn, D, &L->in_z, Z, Vd, 0);
+    project(s, n, s->xn, D, &L->in_b, B, Hv, 0);
+    project(s, n, s->xn, D, &L->in_a, A, Hv, 0);
     /* 2. gates  beta = b.sigmoid(); g = -A_log.exp() * softplus(a + dt_bias) */
     clef_gdn_gates(be, n, Hv, A, Hv, B, Hv, L->a_log, L->dt_bias, G, Beta);
     /* 3. causal depthwise conv + silu on q|k|v, per sequence  (causal_conv1d_fn(mixed_qkv, conv1d.weight, activation="silu")) */
@@ -52,7 +59,7 @@ static void gdn_mixer(const qwen35_model *m, qwen35_state *s, const qwen35_layer
     /* 5. gated RMSNorm per (token, v-head)  core_attn_out = norm(core_attn_out, z) */
     clef_rmsnorm_gated(be, n * Hv, dv, O, dv, Z, dv, L->gdn_norm, eps, O, dv);
     /* 6. h += out_proj(o) */
-    clef_matmul(be, n, O, Vd, &L->out_proj, NULL, s->h, D, 1);
+    project(s, n, O, Vd, &L->out_proj, s->h, D, 1);
 }
 
 /* Gated full attention mixer: h += Attn(xn), over all n rows. */
@@ -68,9 +75,9 @@ static void attention_mixer(const qwen35_model *m, qwen35_state *s, const qwen35
     float *O = Vb + n * Hkv * d;         /* (n, Hq*d) */
 
     /* 1. projections  query, gate = chunk(q_proj(x).view(..., Hq, 2d), 2); k = k_proj(x); v = v_proj(x) */
-    clef_matmul(be, n, s->xn, D, &L->q_proj, NULL, Qg, Hq * 2 * d, 0);
-    clef_matmul(be, n, s->xn, D, &L->k_proj, NULL, Kb, Hkv * d, 0);
-    clef_matmul(be, n, s->xn, D, &L->v_proj, NULL, Vb, Hkv * d, 0);
+    project(s, n, s->xn, D, &L->q_proj, Qg, Hq * 2 * d, 0);
+    project(s, n, s->xn, D, &L->k_proj, Kb, Hkv * d, 0);
+    project(s, n, s->xn, D, &L->v_proj, Vb, Hkv * d, 0);
     /* 2. per-head RMSNorm (1 + w) of queries and keys, in place  q_norm(query), k_norm(key) */
     clef_rmsnorm(be, n * Hq, d, Qg, 2 * d, L->q_norm, eps, 1, Qg, 2 * d);
     clef_rmsnorm(be, n * Hkv, d, Kb, d, L->k_norm, eps, 1, Kb, d);
@@ -90,18 +97,22 @@ static void attention_mixer(const qwen35_model *m, qwen35_state *s, const qwen35
     /* 5. output gate  attn_output = attn_output * sigmoid(gate) */
     clef_mul_sigmoid(be, n * Hq, d, O, d, Qg + d, 2 * d);
     /* 6. h += o_proj(o) */
-    clef_matmul(be, n, O, Hq * d, &L->o_proj, NULL, s->h, D, 1);
+    project(s, n, O, Hq * d, &L->o_proj, s->h, D, 1);
 }
 
-/* SwiGLU MLP: h += down(silu(gate(xn)) * up(xn)). */
+/* SwiGLU MLP: h += down(silu(gate(xn)) * up(xn)), QWEN35_MLP_ROWS rows at a time (rows are
+ * independent; the chunks bound the work region, qwen35_work_floats). */
 static void mlp(const qwen35_model *m, qwen35_state *s, const qwen35_layer *L, int64_t n) {
     clef_backend *be = s->be;
     const int64_t D = m->cfg.hidden_size, F = m->cfg.intermediate_size;
-    float *gate = s->work, *up = gate + n * F;
-    clef_matmul(be, n, s->xn, D, &L->mlp_gate, NULL, gate, F, 0);
-    clef_matmul(be, n, s->xn, D, &L->mlp_up, NULL, up, F, 0);
-    clef_swiglu(be, n * F, gate, up, gate);
-    clef_matmul(be, n, gate, F, &L->mlp_down, NULL, s->h, D, 1);
+    for (int64_t r0 = 0; r0 < n; r0 += QWEN35_MLP_ROWS) {
+        const int64_t rows = n - r0 < QWEN35_MLP_ROWS ? n - r0 : QWEN35_MLP_ROWS;
+        float *gate = s->work, *up = gate + rows * F;
+        project(s, rows, s->xn + r0 * D, D, &L->mlp_gate, gate, F, 0);
+        project(s, rows, s->xn + r0 * D, D, &L->mlp_up, up, F, 0);
+        clef_swiglu(be, rows * F, gate, up, gate);
+        project(s, rows, gate, F, &L->mlp_down, s->h + r0 * D, D, 1);
+    }
 }
 
 int qwen35_forward(const qwen35_model *m, qwen35_state *s, int64_t n_seqs,

@@ -56,10 +56,10 @@ struct qwen35_state {
     float *h;                   /* (N, D) residual stream */
     float *xn;                  /* (N, D) normed input of a mixer / MLP */
     float *out;                 /* (N, D) final-norm hidden states: the output */
-    float *work;                /* (N, work_cols) the mixer's or the MLP's buffers, in turn */
-    int64_t work_cols;
+    float *work;                /* the mixer's or the MLP's buffers, in turn (qwen35_work_floats) */
     float *rope_cos, *rope_sin; /* (N, rot) per row of the forward, from pos */
-    void *scratch;              /* max of the GDN and attention workspaces at Tm */
+    void *scratch;              /* max of the GDN and attention workspaces at Tm and the
+                                   quantized matmuls' at N */
     int32_t *host_pos;          /* (3, N) host staging of text positions */
     int32_t *host_start;        /* (N + 1) host staging of the int32 offsets */
     clef_backend *embed_be;     /* a fork of the model's embed_be (host embedding), or NULL */
@@ -86,7 +86,11 @@ struct qwen35_model {
 /* Rows of a host-embedding gather copied to the device at once (qwen35_load_placed). */
 #define QWEN35_EMBED_CHUNK 256
 
-/* Floats per token of RunState.work (qwen35_state.c). */
-int64_t qwen35_work_cols(const clef_text_config *c);
+/* The MLP runs over at most this many rows at a time, so its two [rows, intermediate] buffers
+ * do not grow with the batch (a 12k-token batch of the 27B would need 1.7 GB for them). */
+#define QWEN35_MLP_ROWS 4096
+
+/* Floats of RunState.work for forwards of up to N rows (qwen35_state.c). */
+size_t qwen35_work_floats(const clef_text_config *c, int64_t N);
 
 #endif /* CLEF_MODEL_QWEN35_INTERNAL_H */

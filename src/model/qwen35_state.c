@@ -16,17 +16,18 @@ qwen35_params qwen35_default_params(void) {
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-/* Floats per token of the work region: the largest of the MLP's, the GDN's and the
- * attention's per-token buffers (they are used in turn, never at once). qwen35_forward.c
- * carves it the same way. */
-int64_t qwen35_work_cols(const clef_text_config *c) {
+/* Floats of the work region for N rows: the largest of the MLP's (QWEN35_MLP_ROWS rows at a
+ * time), the GDN's and the attention's buffers (they are used in turn, never at once).
+ * qwen35_forward.c carves it the same way. */
+size_t qwen35_work_floats(const clef_text_config *c, int64_t N) {
     const int64_t Hv = c->linear_num_value_heads, Vd = Hv * c->linear_value_head_dim;
     const int64_t Cc = 2 * c->linear_num_key_heads * c->linear_key_head_dim + Vd;
     const int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, d = c->head_dim;
-    int64_t mlp = 2 * c->intermediate_size;
-    int64_t gdn = Cc /* P */ + Cc /* conv */ + Vd /* z */ + 4 * Hv /* a, b, g, beta */ + Vd /* o */;
-    int64_t attn = Hq * 2 * d /* q|gate */ + 2 * Hkv * d /* k, v */ + Hq * d /* o */;
-    return max64(mlp, max64(gdn, attn));
+    const int64_t mlp_rows = N < QWEN35_MLP_ROWS ? N : QWEN35_MLP_ROWS;
+    int64_t mlp = mlp_rows * 2 * c->intermediate_size;
+    int64_t gdn = N * (Cc /* P, then o */ + Cc /* conv */ + Vd /* z */ + 4 * Hv /* a, b, g, beta */);
+    int64_t attn = N * (Hq * 2 * d /* q|gate */ + 2 * Hkv * d /* k, v */ + Hq * d /* o */);
+    return (size_t)max64(mlp, max64(gdn, attn));
 }
 
 /* Scratch of the token-mixing ops: the larger of the delta rule's and the attention's, each
@@ -50,6 +51,25 @@ static size_t mixer_scratch_bytes(const qwen35_model *m, clef_backend *be, const
                               .o_head_stride = d, .causal = 1, .seqs = &shape};
     size_t gdn = clef_gdn_workspace_size(be, &ga), attn = clef_attention_workspace_size(be, &aa);
     return gdn > attn ? gdn : attn;
+}
+
+/* Scratch of the quantized matmuls (NF4, FP8, INT8 ConvRot): the backend's answer for the
+ * largest of the layers' quantized matrices at Tm rows (0 for a BF16 model). The forward
+ * hands it to those matmuls only (qwen35_forward.c), so no call allocates its own. */
+static size_t quant_matmul_scratch_bytes(const qwen35_model *m, clef_backend *be, int64_t Tm) {
+    size_t most = 0;
+    for (int64_t l = 0; l < m->cfg.num_hidden_layers; l++) {
+        const qwen35_layer *L = &m->w.layers[l];
+        const clef_matrix *mats[] = {&L->mlp_gate, &L->mlp_up, &L->mlp_down, &L->in_qkv,
+                                     &L->in_z,     &L->in_b,   &L->in_a,     &L->out_proj,
+                                     &L->q_proj,   &L->k_proj, &L->v_proj,   &L->o_proj};
+        for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
+            if (mats[i]->quant) {
+                size_t b = clef_matmul_workspace_size(be, Tm, mats[i]);
+                most = b > most ? b : most;
+            }
+    }
+    return most;
 }
 
 int qwen35_state_create(const qwen35_model *m, clef_backend *be, const qwen35_params *params,
@@ -78,9 +98,13 @@ int qwen35_state_create(const qwen35_model *m, clef_backend *be, const qwen35_pa
     s->be = be;
     s->params = p;
     s->buffers = clef_buffer_set_init(be);
-    s->work_cols = qwen35_work_cols(&m->cfg);
     const int64_t N = p.max_tokens, D = m->cfg.hidden_size, rot = m->rot_dims;
     const size_t f = sizeof(float), i32 = sizeof(int32_t);
+    /* one scratch for the ops that take one, used in turn */
+    size_t scratch_bytes = mixer_scratch_bytes(m, be, &p);
+    size_t quant_bytes = quant_matmul_scratch_bytes(m, be, N);
+    if (quant_bytes > scratch_bytes)
+        scratch_bytes = quant_bytes;
     struct {
         void **dst;
         size_t bytes;
@@ -91,10 +115,10 @@ int qwen35_state_create(const qwen35_model *m, clef_backend *be, const qwen35_pa
         {(void **)&s->h, f * (size_t)(N * D)},
         {(void **)&s->xn, f * (size_t)(N * D)},
         {(void **)&s->out, f * (size_t)(N * D)},
-        {(void **)&s->work, f * (size_t)(N * s->work_cols)},
+        {(void **)&s->work, f * qwen35_work_floats(&m->cfg, N)},
         {(void **)&s->rope_cos, f * (size_t)(N * rot)},
         {(void **)&s->rope_sin, f * (size_t)(N * rot)},
-        {&s->scratch, mixer_scratch_bytes(m, be, &p)},
+        {&s->scratch, scratch_bytes},
         {(void **)&s->embed_segs, sizeof(clef_segment) * (size_t)N},
     };
     int st = CLEF_OK;

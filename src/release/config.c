@@ -12,6 +12,7 @@
 #include "json/json.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -446,6 +447,9 @@ static int parse_quant(const char *file, const json_value *root, clef_quant_conf
             return as_quant_status(rc);
         q->method = CLEF_QUANT_BNB_NF4;
         q->group_size = 64;
+        const char *compute = json_get_string(json_object_get(qc, "bnb_4bit_compute_dtype"));
+        if (compute) /* reported by `clef inspect`; the engine computes in fp32 on the CPU */
+            snprintf(q->compute_dtype, sizeof q->compute_dtype, "%s", compute);
         return copy_string_list(&c, json_object_get(qc, "llm_int8_skip_modules"),
                                 "llm_int8_skip_modules", q);
     }

@@ -11,6 +11,7 @@
  * loaded with qwen35_load_release, as the engine does.
  * Run from the repository root (ctest does): fixtures are under tests/backbone/fixtures.
  */
+#include "backbone_records.h"
 #include "clef.h"
 #include "model/qwen35.h"
 #include "test.h"
@@ -19,56 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct record {
-    int64_t T;
-    int32_t *ids;
-    int64_t n_rows;
-    int32_t *rows;
-    float *hidden; /* [n_rows, D] */
-} record;
-
 typedef struct fixture {
     int64_t n, D;
     record *r;
 } fixture;
 
-static int read_u32(FILE *f, uint32_t *v) { return fread(v, 4, 1, f) == 1; }
+static int load_fixture(const char *path, fixture *fx) { return load_records(path, &fx->n, &fx->D, &fx->r); }
 
-static int load_fixture(const char *path, fixture *fx) {
-    FILE *f = fopen(path, "rb");
-    char magic[8];
-    uint32_t n, D;
-    if (!f || fread(magic, 8, 1, f) != 1 || memcmp(magic, "CLEFBB01", 8) || !read_u32(f, &n) || !read_u32(f, &D)) {
-        if (f)
-            fclose(f);
-        return 0;
-    }
-    fx->n = n, fx->D = D;
-    fx->r = calloc(n, sizeof(record));
-    for (uint32_t i = 0; i < n; i++) {
-        record *r = &fx->r[i];
-        uint32_t T, nr;
-        if (!read_u32(f, &T))
-            return 0;
-        r->T = T;
-        r->ids = malloc(4 * (size_t)T);
-        if (fread(r->ids, 4, T, f) != T || !read_u32(f, &nr))
-            return 0;
-        r->n_rows = nr;
-        r->rows = malloc(4 * (size_t)nr);
-        r->hidden = malloc(4 * (size_t)nr * D);
-        if (fread(r->rows, 4, nr, f) != nr || fread(r->hidden, 4, (size_t)nr * D, f) != (size_t)nr * D)
-            return 0;
-    }
-    fclose(f);
-    return 1;
-}
-
-static void free_fixture(fixture *fx) {
-    for (int64_t i = 0; i < fx->n; i++)
-        free(fx->r[i].ids), free(fx->r[i].rows), free(fx->r[i].hidden);
-    free(fx->r);
-}
+static void free_fixture(fixture *fx) { records_free(fx->r, fx->n); }
 
 /* relative L2 error of out rows (stored subset) vs the oracle */
 static double parity_error(const record *r, const float *out, int64_t D) {

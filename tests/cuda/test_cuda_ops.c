@@ -91,6 +91,69 @@ static void test_matmul(int64_t T, int64_t K, int64_t N, int bf16, int with_bias
     free(x), free(xr), free(y0), free(yc), free(yc_raw), free(yg), free(bias), free(w);
 }
 
+/* The reuse of a matmul's bf16 input copy (cuda_matmul.cu): two projections of the same rows
+ * share one conversion; new rows written by the host, by a kernel (in place) or by a matmul
+ * into those rows must be converted again. Each GPU result vs the CPU on the same
+ * bf16-rounded rows. */
+static void check_matmul_rows(const char *what, const float *x, int64_t T, int64_t K, const clef_matrix *wc,
+                              const float *yd, int64_t N) {
+    float *xr = malloc(sizeof(float) * (size_t)(T * K)), *yc = malloc(sizeof(float) * (size_t)(T * N));
+    float *yg = malloc(sizeof(float) * (size_t)(T * N));
+    for (int64_t i = 0; i < T * K; i++)
+        xr[i] = clef_bf16_to_f32(clef_f32_to_bf16(x[i]));
+    clef_matmul(cpu, T, xr, K, wc, NULL, yc, N, 0);
+    readback(yg, yd, (size_t)(T * N));
+    report("matmul reuse", what, rel_l2(yg, yc, (size_t)(T * N)), 1e-5);
+    free(xr), free(yc), free(yg);
+}
+
+static void test_matmul_reuse(void) {
+    const int64_t T = 70, K = 96, N1 = 64, N2 = 48;
+    float *x = malloc(sizeof(float) * (size_t)(T * K)), *x2 = malloc(sizeof(float) * (size_t)(T * K));
+    uint16_t *w1 = malloc(2 * (size_t)(N1 * K)), *w2 = malloc(2 * (size_t)(N2 * K)), *w3 = malloc(2 * (size_t)(K * K));
+    fill_normal(x, (size_t)(T * K), 1.0f), fill_normal(x2, (size_t)(T * K), 1.0f);
+    for (int64_t i = 0; i < N1 * K; i++)
+        w1[i] = clef_f32_to_bf16(rnd_normal() * 0.05f);
+    for (int64_t i = 0; i < N2 * K; i++)
+        w2[i] = clef_f32_to_bf16(rnd_normal() * 0.05f);
+    for (int64_t i = 0; i < K * K; i++)
+        w3[i] = clef_f32_to_bf16(rnd_normal() * 0.05f);
+    clef_matrix c1 = {.type = CLEF_WTYPE_BF16, .rows = N1, .cols = K, .ld = K, .data = w1};
+    clef_matrix c2 = {.type = CLEF_WTYPE_BF16, .rows = N2, .cols = K, .ld = K, .data = w2};
+    clef_matrix c3 = {.type = CLEF_WTYPE_BF16, .rows = K, .cols = K, .ld = K, .data = w3};
+    clef_matrix g1 = c1, g2 = c2, g3 = c3;
+    g1.data = to_gpu(gpu, w1, 2 * (size_t)(N1 * K)), g2.data = to_gpu(gpu, w2, 2 * (size_t)(N2 * K));
+    g3.data = to_gpu(gpu, w3, 2 * (size_t)(K * K));
+    float *xd = to_gpu(gpu, x, sizeof(float) * (size_t)(T * K)), *xo = gpu_poisoned((size_t)(T * K));
+    float *y1 = gpu_poisoned((size_t)(T * N1)), *y2 = gpu_poisoned((size_t)(T * N2));
+    clef_matmul(gpu, T, xd, K, &g1, NULL, y1, N1, 0);
+    clef_matmul(gpu, T, xd, K, &g2, NULL, y2, N2, 0); /* same rows: the conversion is reused */
+    check_matmul_rows("first of two", x, T, K, &c1, y1, N1);
+    check_matmul_rows("second, same rows", x, T, K, &c2, y2, N2);
+    clef_backend_write(gpu, xd, x2, sizeof(float) * (size_t)(T * K)); /* new rows from the host */
+    clef_matmul(gpu, T, xd, K, &g2, NULL, y2, N2, 0);
+    check_matmul_rows("after a host write", x2, T, K, &c2, y2, N2);
+    clef_unary(gpu, CLEF_UNARY_SILU, T * K, xd, xd); /* new rows from a kernel, in place */
+    clef_unary(cpu, CLEF_UNARY_SILU, T * K, x2, x2);
+    clef_matmul(gpu, T, xd, K, &g1, NULL, y1, N1, 0);
+    check_matmul_rows("after a kernel wrote them", x2, T, K, &c1, y1, N1);
+    /* a matmul with the caller's scratch (its conversion goes there, the backend's copy of
+     * xd's rows stays) writes over xd: the next matmul on xd converts again */
+    float *xh = malloc(sizeof(float) * (size_t)(T * K));
+    void *scratch = clef_backend_alloc(gpu, clef_matmul_workspace_size(gpu, T, &g3));
+    clef_matmul(gpu, T, xd, K, &g2, NULL, y2, N2, 0); /* the backend's copy now holds xd's rows */
+    clef_matmul_scratch(gpu, T, xd, K, &g3, NULL, xo, K, 0, scratch);
+    clef_matmul_scratch(gpu, T, xo, K, &g3, NULL, xd, K, 0, scratch); /* xd <- new rows, by a matmul */
+    clef_matmul(gpu, T, xd, K, &g1, NULL, y1, N1, 0);
+    readback(xh, xd, (size_t)(T * K));
+    check_matmul_rows("after a matmul wrote them", xh, T, K, &c1, y1, N1);
+    clef_backend_release(gpu, scratch);
+    clef_backend_release(gpu, (void *)g1.data), clef_backend_release(gpu, (void *)g2.data);
+    clef_backend_release(gpu, (void *)g3.data), clef_backend_release(gpu, xd), clef_backend_release(gpu, xo);
+    clef_backend_release(gpu, y1), clef_backend_release(gpu, y2);
+    free(x), free(x2), free(w1), free(w2), free(w3), free(xh);
+}
+
 static void test_get_rows(void) {
     const int64_t V = 300, D = 77, n = 50, ldy = 80;
     uint16_t *e = malloc(2 * (size_t)(V * D));
@@ -174,6 +237,32 @@ static void test_conv(int64_t T, int64_t C, int64_t K, int with_prev) {
     free(x), free(w), free(prev), free(yc), free(yg), free(zero);
 }
 
+/* Packed sequences (an empty one included) with a carried state per sequence: taps never
+ * reach into the previous sequence; rows that start a run of the GPU kernel mid-sequence. */
+static void test_conv_packed(void) {
+    const int64_t C = 70, K = 4, T = 5 + 0 + 35 + 37, ldx = C + 2, ldy = C;
+    const int64_t start[] = {0, 5, 5, 40, T};
+    const int32_t start32[] = {0, 5, 5, 40, (int32_t)T};
+    const int64_t n_seqs = 4;
+    size_t nx = (size_t)(T * ldx), ny = (size_t)(T * ldy), np = (size_t)(n_seqs * (K - 1) * C);
+    float *x = malloc(nx * 4), *w = malloc((size_t)(C * K) * 4), *prev = malloc(np * 4);
+    float *yc = calloc(ny, 4), *yg = malloc(ny * 4);
+    fill_normal(x, nx, 1.0f), fill_normal(w, (size_t)(C * K), 0.5f), fill_normal(prev, np, 1.0f);
+    clef_seqs sc = {.n_seqs = n_seqs, .start = start, .start_dev = start32, .max_len = 37};
+    clef_conv1d_causal_silu(cpu, T, C, K, x, ldx, w, prev, yc, ldy, &sc);
+    float *xd = to_gpu(gpu, x, nx * 4), *wd = to_gpu(gpu, w, (size_t)(C * K) * 4), *pd = to_gpu(gpu, prev, np * 4);
+    float *yd = gpu_poisoned(ny);
+    int32_t *sdev = to_gpu(gpu, start32, sizeof start32);
+    clef_seqs sg = sc;
+    sg.start_dev = sdev;
+    clef_conv1d_causal_silu(gpu, T, C, K, xd, ldx, wd, pd, yd, ldy, &sg);
+    readback(yg, yd, ny);
+    report("conv1d_silu", "packed 5/0/35/37 prev", rel_l2(yg, yc, ny), 1e-5);
+    clef_backend_release(gpu, xd), clef_backend_release(gpu, wd), clef_backend_release(gpu, pd);
+    clef_backend_release(gpu, yd), clef_backend_release(gpu, sdev);
+    free(x), free(w), free(prev), free(yc), free(yg);
+}
+
 static void test_gates(int64_t T, int64_t H) {
     const int64_t lda = H + 2, ldb = H + 5;
     float *a = malloc((size_t)(T * lda) * 4), *b = malloc((size_t)(T * ldb) * 4), *al = malloc((size_t)H * 4), *dt = malloc((size_t)H * 4);
@@ -248,13 +337,13 @@ static void test_attention(int64_t n_q, int64_t n_kv, int64_t Hq, int64_t Hkv, i
     char shape[96];
     snprintf(shape, sizeof shape, "q=%lld kv=%lld H=%lld/%lld d=%lld%s", (long long)n_q, (long long)n_kv, (long long)Hq,
              (long long)Hkv, (long long)d, causal ? " causal" : "");
-    /* the fp32 kernel, then the default (tensor cores for d = 64/128/256: bf16 bound) */
+    /* the fp32 kernel, then the default (tensor cores for d = 64/65-80/128/256: bf16 bound) */
     for (int fp32 = 1; fp32 >= 0; fp32--) {
         clef_backend_write(gpu, od, zero, no * 4);
         clef_backend_cuda_set_attention_fp32(gpu, fp32);
         clef_attention(gpu, &ag, gs);
         readback(og, od, no);
-        int tc = !fp32 && (d == 64 || d == 128 || d == 256);
+        int tc = !fp32 && (d == 64 || (d > 64 && d <= 80) || d == 128 || d == 256);
         const char *label = fp32 ? "attention fp32" : !tc ? "attention" : clef_backend_cuda_flash_attention(gpu) ? "attention flash" : "attention tc";
         report(label, shape, rel_l2(og, oc, no), tc ? 1e-2 : 1e-5);
     }
@@ -527,15 +616,19 @@ int main(void) {
     test_matmul(13, 64, 1, 1, 0, 0); /* weights of < 16 rows: the small-matmul kernel */
     test_matmul(7, 40, 5, 1, 1, 1);
     test_matmul(9, 33, 3, 0, 1, 0);
+    test_matmul_reuse();
     test_get_rows();
     for (int which = 0; which < 6; which++) {
         test_rows(which, 1, 5);
         test_rows(which, 333, 256);
         test_rows(which, 17, 1000);
+        test_rows(which, 7, 5120); /* longer than NORM_WARP_DIM: the block-per-row kernels */
     }
     test_conv(1, 40, 4, 0);
     test_conv(130, 97, 4, 1);
     test_conv(77, 31, 3, 0);
+    test_conv(300, 520, 4, 1);
+    test_conv_packed();
     test_gates(333, 12);
     test_rope(300, 64, 1);
     test_rope(19, 24, 0);
@@ -547,6 +640,8 @@ int main(void) {
     test_attention(700, 700, 4, 1, 256, 1);
     test_attention(1000, 1000, 2, 1, 64, 1);
     test_attention(333, 1200, 3, 3, 256, 1);
+    test_attention(600, 600, 4, 4, 72, 0); /* the vision tower's head: zero-padded to 80 */
+    test_attention(97, 97, 2, 1, 80, 1);
     for (int mode = 0; mode < 2; mode++) {
         const clef_gdn_mode m = mode ? CLEF_GDN_RECURRENT : CLEF_GDN_CHUNKED;
         test_gdn(1, 2, 4, 128, 128, 0, 1, m);

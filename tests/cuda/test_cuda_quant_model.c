@@ -25,6 +25,7 @@
 #include "backend/cuda/cuda_quant.h"
 #include "clef.h"
 #include "backbone_records.h"
+#include "backbone_weight_bytes.h"
 #include "gpu_test_util.h"
 #include "model/qwen35.h"
 #include "test.h"
@@ -49,18 +50,6 @@ static int run(const loaded *l, int64_t n_seqs, const int64_t *seq, const int32_
         return st;
     return clef_backend_read(l->be, out, qwen35_state_output(l->s),
                              sizeof(float) * (size_t)(seq[n_seqs] * qwen35_hidden_size(l->m)));
-}
-
-/* backend bytes of a release's backbone weights (0 on failure) */
-static size_t weight_bytes_of(clef_backend *be, const char *dir) {
-    clef_release *rel = NULL;
-    qwen35_model *m = NULL;
-    size_t bytes = 0;
-    if (clef_release_open(dir, NULL, &rel) == CLEF_OK && qwen35_load_release(rel, be, &m) == CLEF_OK)
-        bytes = qwen35_weight_bytes(m);
-    qwen35_free(m);
-    clef_release_free(rel);
-    return bytes;
 }
 
 /* Returns the GPU's resident weight bytes of the release (0 if it did not load). */

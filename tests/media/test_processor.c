@@ -18,7 +18,13 @@
  * fixed-point resample) followed by one float64 multiply and two float32 operations, which
  * clef performs in the same order and precision. A mismatch prints sampled values side by
  * side. resize.txt adds 45 resizes (up, down, mixed, 1x1, 1000x10 -> 3x900) of a synthetic
- * image built here, against Pillow.
+ * image built here, against Pillow. Stage 3 runs with the PIL backend's arithmetic
+ * (CLEF_IMAGE_BACKEND_PIL).
+ *
+ * cases_torchvision.txt: the same 54 cases through the default, torchvision backend
+ * (Qwen2VLImageProcessor, what AutoProcessor builds with torchvision installed): grid and
+ * pixel_values bit-identical too (torch's uint8 resize, torch_resize.h, and the fused
+ * normalization — again integer steps, then two float32 operations in the reference's order).
  */
 #include "clef.h"
 #include "media/image_decode.h"
@@ -114,6 +120,7 @@ static int check_case(FILE *list, const char *dir) {
     /* 3. the whole processor */
     clef_image_processor_params params;
     clef_image_processor_default_params(&params);
+    params.backend = CLEF_IMAGE_BACKEND_PIL;
     params.patch_size = patch;
     params.temporal_patch_size = temporal;
     params.merge_size = merge;
@@ -155,6 +162,55 @@ static int check_case(FILE *list, const char *dir) {
     return 1;
 }
 
+/* cases_torchvision.txt: the whole processor with the default (torchvision) backend. */
+static void check_torchvision_cases(const char *dir) {
+    char path[1024], name[128], file_name[128], want[65], got[65];
+    snprintf(path, sizeof path, "%s/cases_torchvision.txt", dir);
+    FILE *list = fopen(path, "r");
+    CHECK_MSG(list != NULL, "cannot open %s", path);
+    if (!list)
+        return;
+    long long patch, temporal, merge, min_px, max_px, gt, gh, gw;
+    int n = 0;
+    while (fscanf(list, "%127s %127s %lld %lld %lld %lld %lld %lld %lld %lld %64s", name,
+                  file_name, &patch, &temporal, &merge, &min_px, &max_px, &gt, &gh, &gw,
+                  want) == 11) {
+        snprintf(path, sizeof path, "%s/%s", dir, file_name);
+        size_t size = 0;
+        uint8_t *bytes = media_fixture_read(path, &size);
+        CHECK_MSG(bytes != NULL, "cannot read %s", path);
+        if (!bytes)
+            continue;
+        clef_image_file file = {clef_image_sniff(bytes, size), bytes, size};
+        clef_image_processor_params params;
+        clef_image_processor_default_params(&params);
+        CHECK_EQ_INT(params.backend, CLEF_IMAGE_BACKEND_TORCHVISION);
+        params.patch_size = patch;
+        params.temporal_patch_size = temporal;
+        params.merge_size = merge;
+        params.min_pixels = min_px;
+        params.max_pixels = max_px;
+        clef_image_pixels px;
+        int st = clef_image_process(&file, &params, name, &px);
+        CHECK_MSG(st == CLEF_OK, "%s: process failed: %s", name, clef_last_error());
+        if (st == CLEF_OK) {
+            CHECK_MSG(px.grid_t == gt && px.grid_h == gh && px.grid_w == gw,
+                      "%s (torchvision): grid (%lld, %lld, %lld), reference (%lld, %lld, %lld)",
+                      name, (long long)px.grid_t, (long long)px.grid_h, (long long)px.grid_w, gt,
+                      gh, gw);
+            sha256_hex(px.rows, (size_t)(px.n_rows * px.row_len) * sizeof(float), got);
+            CHECK_MSG(strcmp(got, want) == 0, "%s: pixel_values differ from the torchvision "
+                      "processor's (bound: identical)", name);
+        }
+        clef_image_pixels_free(&px);
+        free(bytes);
+        n++;
+    }
+    fclose(list);
+    CHECK_MSG(n == 54, "cases_torchvision.txt has %d cases, expected 54", n);
+    printf("torchvision backend: %d cases compared\n", n);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s fixtures/processor\n", argv[0]);
@@ -165,6 +221,7 @@ int main(int argc, char **argv) {
         return 77;
     }
     check_resizes(argv[1]);
+    check_torchvision_cases(argv[1]);
     char path[1024];
     snprintf(path, sizeof path, "%s/cases.txt", argv[1]);
     FILE *list = fopen(path, "r");

@@ -5,16 +5,19 @@
  *     min / max frames) identical to Qwen3VLVideoProcessor.sample_frames;
  *   - 400 video smart_resize results (tiny sides scaled up first, aspect over 200 refused)
  *     identical to qwen3_vl's smart_resize;
+ *   - 60 resizes (up, down, mixed, 1x1, 4000x30 -> 640x32, video-like downscales) of a
+ *     synthetic image bit-identical (SHA-256) to torchvision's resize(BICUBIC, antialias=True)
+ *     on uint8 tensors, the resize the reference video processor applies to frames;
  *   - 4 decoded videos (an uncompressed-RGB AVI of 12 frames at 6 fps under three settings,
  *     a Motion-JPEG AVI): sampled indices, grid, resized size and timestamps identical to the
- *     reference; for the lossless video the pixel rows are bit-identical (SHA-256) to
- *     transformers' patchify of the frames normalized in torch's fused order — with the frames
- *     resized by Pillow's bicubic (the reference resizes with torchvision, not in the pinned
- *     requirements: docs/media.md);
+ *     reference; for the lossless video the pixel rows are bit-identical (SHA-256, so the
+ *     bound on pixel values is 0) to the real Qwen3VLVideoProcessor's pixel_values_videos
+ *     (torchvision backend) over the same frames;
  *   - refusals: not a video, a truncated video, an image sent as a video.
  * SKIPPED (77) in a build without CLEF_MEDIA_VIDEO.
  */
 #include "clef.h"
+#include "media/torch_resize.h"
 #include "media/video_processor.h"
 #include "media_fixture.h"
 #include "test.h"
@@ -89,6 +92,38 @@ static void check_resize(const char *dir) {
     fclose(f);
     CHECK_EQ_INT(cases, 400);
     printf("video smart_resize: %d cases (%d refusals) compared\n", cases, refused);
+}
+
+static void check_torch_resizes(const char *dir) {
+    char path[1024], want[65], got[65];
+    snprintf(path, sizeof path, "%s/torch_resize.txt", dir);
+    FILE *f = fopen(path, "r");
+    CHECK_MSG(f != NULL, "cannot open %s", path);
+    if (!f)
+        return;
+    int w, h, dw, dh, n = 0;
+    while (fscanf(f, "%d %d %d %d %64s", &w, &h, &dw, &dh, want) == 5) {
+        clef_rgb_image src, dst;
+        CHECK(clef_rgb_image_alloc(&src, w, h, "synthetic") == CLEF_OK);
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++)
+                for (int c = 0; c < 3; c++)
+                    src.rgb[((size_t)y * w + x) * 3 + c] =
+                        (uint8_t)((x * 7 + y * 13 + c * 50 + (x * y) % 31) % 256);
+        int st = clef_torch_resize_bicubic(&src, dw, dh, "synthetic", &dst);
+        CHECK_EQ_INT(st, CLEF_OK);
+        if (st == CLEF_OK) {
+            sha256_hex(dst.rgb, (size_t)dw * dh * 3, got);
+            CHECK_MSG(strcmp(got, want) == 0, "resize %dx%d -> %dx%d differs from torchvision's",
+                      w, h, dw, dh);
+        }
+        clef_rgb_image_free(&dst);
+        clef_rgb_image_free(&src);
+        n++;
+    }
+    fclose(f);
+    CHECK_MSG(n == 60, "torch_resize.txt has %d cases, expected 60", n);
+    printf("resize: %d torchvision BICUBIC antialiased resizes compared\n", n);
 }
 
 static void check_videos(const char *dir) {
@@ -196,6 +231,7 @@ int main(int argc, char **argv) {
     }
     check_sampling(argv[1]);
     check_resize(argv[1]);
+    check_torch_resizes(argv[1]);
     if (!clef_video_decoding_available()) {
         printf("decoding SKIPPED: built without video decoding (CLEF_MEDIA_VIDEO=OFF)\n");
         return test_summary() != 0 ? 1 : 77;

@@ -17,6 +17,8 @@
  * bytes: NF4 and FP8 (quantized from tests/release/fixtures/bf16-single) below the BF16
  * backbone's — the weights stay in their quantized size, no dequantized copy.
  */
+#include "backbone_records.h"
+#include "backbone_weight_bytes.h"
 #include "clef.h"
 #include "model/qwen35.h"
 #include "test.h"
@@ -26,57 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct record {
-    uint32_t T, n_rows;
-    int32_t *ids, *rows;
-    float *hidden;
-} record;
-
-static int read_u32(FILE *f, uint32_t *v) { return fread(v, 4, 1, f) == 1; }
-
-/* the CLEFBB01 format of scripts/backbone/make_fixtures.py */
-static int load_records(const char *path, record **out, uint32_t *n_out, uint32_t *D_out) {
-    FILE *f = fopen(path, "rb");
-    char magic[8];
-    uint32_t n, D;
-    if (!f || fread(magic, 8, 1, f) != 1 || memcmp(magic, "CLEFBB01", 8) || !read_u32(f, &n) ||
-        !read_u32(f, &D)) {
-        if (f)
-            fclose(f);
-        return 0;
-    }
-    record *r = calloc(n, sizeof *r);
-    int ok = 1;
-    for (uint32_t i = 0; ok && i < n; i++) {
-        ok = read_u32(f, &r[i].T);
-        if (!ok)
-            break;
-        r[i].ids = malloc(4 * (size_t)r[i].T);
-        ok = fread(r[i].ids, 4, r[i].T, f) == r[i].T && read_u32(f, &r[i].n_rows);
-        if (!ok)
-            break;
-        r[i].rows = malloc(4 * (size_t)r[i].n_rows);
-        r[i].hidden = malloc(4 * (size_t)r[i].n_rows * D);
-        ok = fread(r[i].rows, 4, r[i].n_rows, f) == r[i].n_rows &&
-             fread(r[i].hidden, 4, (size_t)r[i].n_rows * D, f) == (size_t)r[i].n_rows * D;
-    }
-    fclose(f);
-    *out = r, *n_out = n, *D_out = D;
-    return ok;
-}
-
-/* backend bytes of the backbone weights of a release (0 on failure) */
-static size_t weight_bytes_of(clef_backend *be, const char *dir) {
-    clef_release *rel = NULL;
-    qwen35_model *m = NULL;
-    size_t bytes = 0;
-    if (clef_release_open(dir, NULL, &rel) == CLEF_OK && qwen35_load_release(rel, be, &m) == CLEF_OK)
-        bytes = qwen35_weight_bytes(m);
-    qwen35_free(m);
-    clef_release_free(rel);
-    return bytes;
-}
-
 static size_t resident_bytes; /* of the last precision checked */
 
 static void check_precision(clef_backend *be, const char *name, double tolerance) {
@@ -84,11 +35,11 @@ static void check_precision(clef_backend *be, const char *name, double tolerance
     snprintf(dir, sizeof dir, "tests/release/fixtures/%s", name);
     snprintf(path, sizeof path, "tests/quant/fixtures/%s_backbone.bin", name);
     record *r = NULL;
-    uint32_t n = 0, D = 0;
+    int64_t n = 0, D = 0;
     clef_release *rel = NULL;
     int st = clef_release_open(dir, NULL, &rel);
     CHECK_MSG(st == CLEF_OK, "%s: %s", dir, clef_last_error());
-    int ok = st == CLEF_OK && load_records(path, &r, &n, &D);
+    int ok = st == CLEF_OK && load_records(path, &n, &D, &r);
     CHECK_MSG(ok, "cannot read %s", path);
     if (ok) {
         int64_t max_T = 0;
@@ -119,10 +70,10 @@ static void check_precision(clef_backend *be, const char *name, double tolerance
                     den += want * want;
                 }
             double err = sqrt(num / den);
-            printf("%-4s T=%4u  rel L2 %.3g   first: ours %+.6f %+.6f  library %+.6f %+.6f\n", name,
-                   r[i].T, err, out[(size_t)r[i].rows[0] * D], out[(size_t)r[i].rows[0] * D + 1],
+            printf("%-4s T=%4lld  rel L2 %.3g   first: ours %+.6f %+.6f  library %+.6f %+.6f\n", name,
+                   (long long)r[i].T, err, out[(size_t)r[i].rows[0] * D], out[(size_t)r[i].rows[0] * D + 1],
                    r[i].hidden[0], r[i].hidden[1]);
-            CHECK_MSG(err <= tolerance, "%s T=%u: relative L2 error %.3g > %.0e", name, r[i].T,
+            CHECK_MSG(err <= tolerance, "%s T=%lld: relative L2 error %.3g > %.0e", name, (long long)r[i].T,
                       err, tolerance);
         }
         if (st == CLEF_OK) {
@@ -140,7 +91,7 @@ static void check_precision(clef_backend *be, const char *name, double tolerance
             }
             CHECK_EQ_INT(qwen35_forward(m, s, n, seq, ids, NULL), CLEF_OK);
             CHECK_MSG(!memcmp(qwen35_state_output(s), alone, sizeof(float) * (size_t)total * D),
-                      "%s: the %u records packed differ from each alone", name, n);
+                      "%s: the %lld records packed differ from each alone", name, (long long)n);
             resident_bytes = qwen35_weight_bytes(m);
             printf("%-4s weights resident on the backend: %zu bytes\n", name, resident_bytes);
             free(alone), free(ids), free(seq);
@@ -148,9 +99,7 @@ static void check_precision(clef_backend *be, const char *name, double tolerance
         qwen35_state_free(s);
         qwen35_free(m);
     }
-    for (uint32_t i = 0; r && i < n; i++)
-        free(r[i].ids), free(r[i].rows), free(r[i].hidden);
-    free(r);
+    records_free(r, n);
     clef_release_free(rel);
 }
 

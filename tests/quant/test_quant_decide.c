@@ -20,6 +20,13 @@
  * Under AddressSanitizer every 8th record only (CI time); the Release builds run all 200.
  * Printed: the worst and mean errors, and the smallest top-2 logit margin of the oracle (a
  * decision closer than the errors would be luck, not parity).
+ *
+ * Tracing (for scripts/quant/trace_linear_inputs.py; off unless asked): with
+ * CLEF_QUANT_TRACE_DIR set, the backbone pass runs through a copy of the CPU backend's op table
+ * whose matmul first records, for every quantized linear, its fp32 input and the activation
+ * codes and scales (the same quantizer calls the backend makes), and each record's whole last
+ * hidden state, in DIR/<record>.bin: per linear i64 T, K, N, f32 x[T][K], f32 scale[T],
+ * u8 codes[T][K] (int8 codes as their bytes); last i64 T, -1, D, f32 hidden[T][D].
  */
 #include "test.h"
 #include "encode_check.h"
@@ -32,7 +39,10 @@
 #include "encode/request.h"
 #include "json/json.h"
 #include "json/render.h"
+#include "backend/backend.h"
 #include "model/qwen35.h"
+#include "quant/fp8.h"
+#include "quant/int8_convrot.h"
 #include "tokenizer/tokenizer.h"
 
 #include <math.h>
@@ -107,6 +117,46 @@ static void free_hidden(hidden_rows *h, uint32_t n) {
     for (uint32_t i = 0; h && i < n; i++)
         free(h[i].rows), free(h[i].hidden);
     free(h);
+}
+
+/* ---- tracing (CLEF_QUANT_TRACE_DIR, see the file comment) -------------------------------- */
+
+static clef_backend_ops trace_ops;
+static const clef_backend_ops *traced_ops;
+static FILE *trace_file;
+
+static void trace_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx,
+                         const clef_matrix *w, const float *bias, float *y, int64_t ldy,
+                         int accumulate, void *scratch) {
+    int quantized = w->type == CLEF_WTYPE_FP8_E4M3 || w->type == CLEF_WTYPE_INT8_CONVROT;
+    if (trace_file && quantized && T > 0) {
+        const int64_t K = w->cols, hdr[3] = {T, K, w->rows};
+        float *scale = malloc(sizeof(float) * (size_t)(T + K));
+        uint8_t *codes = malloc((size_t)(T * K));
+        CHECK(scale && codes);
+        if (scale && codes) {
+            if (w->type == CLEF_WTYPE_FP8_E4M3)
+                clef_fp8_quantize_tokens(x, ldx, T, K, CLEF_QUANT_ACT_F32, codes, scale);
+            else
+                for (int64_t t = 0; t < T; t++) /* one token at a time, as the backend */
+                    clef_convrot_quantize_tokens(x + t * ldx, ldx, 1, K, CLEF_QUANT_ACT_F32,
+                                                 (int8_t *)codes + t * K, scale + t, scale + T);
+            fwrite(hdr, sizeof hdr, 1, trace_file);
+            for (int64_t t = 0; t < T; t++)
+                fwrite(x + t * ldx, sizeof(float), (size_t)K, trace_file);
+            fwrite(scale, sizeof(float), (size_t)T, trace_file);
+            fwrite(codes, 1, (size_t)(T * K), trace_file);
+        }
+        free(scale);
+        free(codes);
+    }
+    traced_ops->matmul(be, T, x, ldx, w, bias, y, ldy, accumulate, scratch);
+}
+
+static void trace_hidden(const float *h, int64_t T, int64_t D) {
+    const int64_t hdr[3] = {T, -1, D};
+    fwrite(hdr, sizeof hdr, 1, trace_file);
+    fwrite(h, sizeof(float), (size_t)(T * D), trace_file);
 }
 
 typedef struct stats {
@@ -188,6 +238,7 @@ int main(int argc, char **argv) {
                   want_decisions->u.arr.count == n,
               "%s: %zu records, the oracle's logits do not match them", precision, n);
 
+    const char *trace_dir = getenv("CLEF_QUANT_TRACE_DIR");
     clef_model_params mp = clef_model_default_params();
     mp.n_threads = 2;
     mp.max_length = (int32_t)max_length;
@@ -214,10 +265,16 @@ int main(int argc, char **argv) {
         qwen35_params qp = qwen35_default_params();
         qp.max_seq_len = max_length;
         qp.max_tokens = max_length;
-        int ok = hidden && clef_backend_cpu_create(&bp, &be) == CLEF_OK &&
-                 clef_release_open(release, NULL, &rel) == CLEF_OK &&
-                 qwen35_load_release(rel, be, &bb) == CLEF_OK &&
-                 qwen35_state_create(bb, be, &qp, &state) == CLEF_OK;
+        int ok = hidden && clef_backend_cpu_create(&bp, &be) == CLEF_OK;
+        if (ok && trace_dir) { /* the backbone pass records its quantized linears' inputs */
+            traced_ops = be->ops;
+            trace_ops = *be->ops;
+            trace_ops.matmul = trace_matmul;
+            be->ops = &trace_ops;
+        }
+        ok = ok && clef_release_open(release, NULL, &rel) == CLEF_OK &&
+             qwen35_load_release(rel, be, &bb) == CLEF_OK &&
+             qwen35_state_create(bb, be, &qp, &state) == CLEF_OK;
         CHECK_MSG(ok, "%s: backbone: %s", release, clef_last_error());
     }
 
@@ -243,8 +300,18 @@ int main(int argc, char **argv) {
         }
         if (state && T > 0) {
             int64_t seq[2] = {0, T};
+            if (trace_dir) {
+                snprintf(path, sizeof path, "%s/%s.bin", trace_dir, name);
+                trace_file = fopen(path, "wb");
+                CHECK_MSG(trace_file != NULL, "cannot write %s", path);
+            }
             CHECK_EQ_INT(qwen35_forward(bb, state, 1, seq, ids, NULL), CLEF_OK);
             const float *out = qwen35_state_output(state);
+            if (trace_file) {
+                trace_hidden(out, T, D);
+                fclose(trace_file);
+                trace_file = NULL;
+            }
             double num = 0, den = 0;
             int rows_ok = 1;
             for (uint32_t j = 0; j < hidden[i].n_rows; j++) {

@@ -1,9 +1,11 @@
 /*
  * test_quant_matmul.c — the row-range CPU kernels of src/quant/quant_matmul.c against the
  * reference kernels (whose outputs test_quant_linear holds against the libraries), on every
- * quantized linear of the three fixture releases, with 9 tokens (a partial register block),
- * strided x and y, a bias, accumulate on and off, and the output features split in two
- * ranges the way a backend splits them between threads:
+ * quantized linear of the three fixture releases, with 9 and 41 tokens (partial token blocks
+ * and register tiles), strided x and y, a bias, accumulate on and off, the output features
+ * split in two ranges the way a backend splits them between threads, and on every
+ * instruction-set level the machine has (C, AVX2, AVX-512: cpu_isa.h), which must all give
+ * the reference's bits:
  *  - NF4 and FP8 (W8A8 and QDQ): bit-identical to clef_nf4_gemm_ref / clef_fp8_gemm_ref /
  *    clef_fp8_gemm_qdq_ref (same fused multiply-add chain per output) plus bias, plus y when
  *    accumulating;
@@ -18,6 +20,7 @@
 #include "quant_fixture.h"
 #include "test.h"
 
+#include "backend/cpu/cpu_isa.h"
 #include "quant/quant_matmul.h"
 
 #include <math.h>
@@ -25,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define T_TOKENS 9
 #define PAD 3
 
 static uint32_t lcg_state = 12345;
@@ -51,8 +53,8 @@ static int compare(const float *ref, const float *bias, const float *y0, const f
     return bad;
 }
 
-static void check_linear(const qf_case *c, const char *name, const qf_linear *w) {
-    int64_t N = w->N, K = w->K, T = T_TOKENS, ldx = K + PAD, ldy = N + PAD;
+static void check_linear(const qf_case *c, const char *name, const qf_linear *w, int64_t T) {
+    int64_t N = w->N, K = w->K, ldx = K + PAD, ldy = N + PAD;
     float *x = malloc(sizeof(float) * (size_t)(T * ldx));
     float *xd = malloc(sizeof(float) * (size_t)(T * K));
     float *bias = malloc(sizeof(float) * (size_t)N);
@@ -75,6 +77,11 @@ static void check_linear(const qf_case *c, const char *name, const qf_linear *w)
     int8_t *qi = malloc((size_t)(T * K)), *qi_fast = malloc((size_t)(T * K));
     float *sx = malloc(sizeof(float) * (size_t)T), *sx_fast = malloc(sizeof(float) * (size_t)T);
     float *rot = malloc(sizeof(float) * (size_t)K);
+    const int64_t blocks = clef_qmm_token_blocks(T);
+    float *xp = malloc(sizeof(float) * clef_qmm_xpack_floats(T, K));
+    float *xp_qdq = malloc(sizeof(float) * clef_qmm_xpack_floats(T, K));
+    float *sx_pack = malloc(sizeof(float) * (size_t)T);
+    uint8_t *qrow = malloc((size_t)K);
     if (c->precision == QF_NF4) {
         clef_nf4_gemm_ref(&w->nf4, w->data, N, K, xd, T, CLEF_QUANT_ACT_F32, ref, panel);
     } else if (c->precision == QF_FP8) {
@@ -109,36 +116,57 @@ static void check_linear(const qf_case *c, const char *name, const qf_linear *w)
                   name, moved, far, scale_off);
         clef_int8_gemm_ref(w->data, w->scale, N, K, qi, sx, T, ref);
     }
-    for (int variant = 0; variant < (c->precision == QF_FP8 ? 4 : 2); variant++) {
-        int accumulate = variant & 1, qdq = variant >> 1;
-        memcpy(y, y0, sizeof(float) * (size_t)(T * ldy));
-        for (int part = 0; part < 2; part++) {
-            int64_t n0 = part ? mid : 0, n1 = part ? N : mid;
-            if (qdq)
-                clef_fp8_matmul_rows_qdq(w->data, w->scale, K, n0, n1, T, q8, sx, bias, y, ldy,
-                                         accumulate, panel);
-            else if (c->precision == QF_NF4)
-                clef_nf4_matmul_rows(&w->nf4, w->data, 0, K, n0, n1, T, x, ldx, bias, y, ldy,
-                                     accumulate, panel);
-            else if (c->precision == QF_FP8)
-                clef_fp8_matmul_rows(w->data, w->scale, K, n0, n1, T, q8, sx, bias, y, ldy,
-                                     accumulate, panel);
-            else
-                clef_int8_matmul_rows(w->data, w->scale, K, n0, n1, T, qi, sx, bias, y, ldy,
-                                      accumulate);
+    if (c->precision == QF_NF4) {
+        clef_qmm_pack_f32(x, ldx, T, K, 0, blocks, xp);
+    } else if (c->precision == QF_FP8) {
+        /* the packing quantizes with the same function: the same scales; the token blocks
+         * split as two threads would */
+        for (int qdq = 0; qdq < 2; qdq++) {
+            clef_qmm_pack_fp8(x, ldx, T, K, qdq, 0, blocks / 2, qdq ? xp_qdq : xp, sx_pack, qrow);
+            clef_qmm_pack_fp8(x, ldx, T, K, qdq, blocks / 2, blocks, qdq ? xp_qdq : xp, sx_pack,
+                              qrow);
+            CHECK_MSG(memcmp(sx_pack, sx, sizeof(float) * (size_t)T) == 0,
+                      "%s: packing's activation scales differ from clef_fp8_quantize_tokens", name);
         }
-        int bad = compare(qdq ? ref_qdq : ref, bias, y0, y, T, N, ldy, accumulate);
-        CHECK_MSG(bad == 0, "%s %s accumulate=%d qdq=%d: %d outputs differ from the reference",
-                  c->name, name, accumulate, qdq, bad);
-        /* the padding between rows is never written */
-        int touched = 0;
-        for (int64_t t = 0; t < T; t++)
-            for (int64_t p = N; p < ldy; p++)
-                touched += memcmp(&y[t * ldy + p], &y0[t * ldy + p], sizeof(float)) != 0;
-        CHECK_MSG(touched == 0, "%s %s: %d padding values written", c->name, name, touched);
+    }
+    const cpu_isa best = cpu_isa_best();
+    for (int level = CPU_ISA_SCALAR; level <= (int)best; level++) {
+        cpu_isa saved = cpu_isa_set_limit((cpu_isa)level);
+        for (int variant = 0; variant < (c->precision == QF_FP8 ? 4 : 2); variant++) {
+            int accumulate = variant & 1, qdq = variant >> 1;
+            memcpy(y, y0, sizeof(float) * (size_t)(T * ldy));
+            for (int part = 0; part < 2; part++) {
+                int64_t n0 = part ? mid : 0, n1 = part ? N : mid;
+                if (qdq)
+                    clef_fp8_matmul_rows_qdq(w->data, w->scale, K, n0, n1, T, xp_qdq, bias, y,
+                                             ldy, accumulate, panel);
+                else if (c->precision == QF_NF4)
+                    clef_nf4_matmul_rows(&w->nf4, w->data, 0, K, n0, n1, T, xp, bias, y, ldy,
+                                         accumulate, panel);
+                else if (c->precision == QF_FP8)
+                    clef_fp8_matmul_rows(w->data, w->scale, K, n0, n1, T, xp, sx, bias, y, ldy,
+                                         accumulate, panel);
+                else
+                    clef_int8_matmul_rows(w->data, w->scale, K, n0, n1, T, qi, sx, bias, y, ldy,
+                                          accumulate);
+            }
+            int bad = compare(qdq ? ref_qdq : ref, bias, y0, y, T, N, ldy, accumulate);
+            CHECK_MSG(bad == 0,
+                      "%s %s T=%lld %s accumulate=%d qdq=%d: %d outputs differ from the reference",
+                      c->name, name, (long long)T, cpu_isa_name(cpu_isa_active()), accumulate,
+                      qdq, bad);
+            /* the padding between rows is never written */
+            int touched = 0;
+            for (int64_t t = 0; t < T; t++)
+                for (int64_t p = N; p < ldy; p++)
+                    touched += memcmp(&y[t * ldy + p], &y0[t * ldy + p], sizeof(float)) != 0;
+            CHECK_MSG(touched == 0, "%s %s: %d padding values written", c->name, name, touched);
+        }
+        cpu_isa_set_limit(saved);
     }
     free(x), free(xd), free(bias), free(y0), free(y), free(ref), free(ref_qdq), free(panel);
     free(q8), free(qi), free(qi_fast), free(sx), free(sx_fast), free(rot);
+    free(xp), free(xp_qdq), free(sx_pack), free(qrow);
 }
 
 static void check_precision(qf_precision p) {
@@ -156,7 +184,8 @@ static void check_precision(qf_precision p) {
         if (qf_linear_load(&c, t->name, &w) != 0) {
             CHECK_MSG(0, "%s: cannot read %s", c.name, t->name);
         } else {
-            check_linear(&c, t->name, &w);
+            check_linear(&c, t->name, &w, 9);
+            check_linear(&c, t->name, &w, 41);
             n++;
         }
         qf_linear_free(&w);

@@ -17,10 +17,12 @@
  *   - the answers equal systemone()'s byte for byte, usage.input_tokens equal, and usage
  *     reports each image's processed size and vision tokens;
  * and all records in one batch give exactly the answers each gets alone. Refusals, by name: a
- * video (unsupported), a truncated PNG, images over the request's 8 MiB total.
+ * "video" of 3 zero bytes (not a video), a truncated PNG, images over the request's 8 MiB
+ * total. (Records with real videos: test_vision_video.c.)
  */
 #include "test.h"
 #include "json_compact.h"
+#include "e2e_fixture.h"
 
 #include "clef.h"
 #include "core/error.h"
@@ -35,78 +37,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct fixture {
-    json_doc *doc;
-    const json_value *images, *records;
-    float *pixels;
-    size_t n_pixels;
-    int64_t patch_dim;
-} fixture;
-
-/* The image field as sent: a data URL, or the base64 of {content_type, base64}. */
-static const char *image_key(const json_value *v) {
-    if (v->type == JSON_STRING)
-        return v->u.str.ptr;
-    return json_get_string(json_object_get(v, "base64"));
-}
-
-/* clef_image_pixels_fn over the fixture: the reference processor's rows of that image. */
-static int fixture_pixels(void *ctx, const clef_model *m, const json_value *image,
-                          const char *what, clef_image_pixels *out) {
-    (void)m;
-    const fixture *fx = ctx;
-    memset(out, 0, sizeof *out);
-    const char *key = image_key(image);
-    for (size_t i = 0; key && i < fx->images->u.arr.count; i++) {
-        const json_value *im = json_array_at(fx->images, i);
-        const char *k = image_key(json_object_get(im, "key"));
-        if (!k || strcmp(k, key))
-            continue;
-        int64_t g[3] = {0, 0, 0}, size[2] = {0, 0}, offset = 0, rows = 0;
-        for (int a = 0; a < 3; a++)
-            json_get_int64(json_array_at(json_object_get(im, "grid"), (size_t)a), &g[a]);
-        for (int a = 0; a < 2; a++)
-            json_get_int64(json_array_at(json_object_get(im, "size"), (size_t)a), &size[a]);
-        json_get_int64(json_object_get(im, "offset"), &offset);
-        json_get_int64(json_object_get(im, "rows"), &rows);
-        const size_t n = (size_t)rows * (size_t)fx->patch_dim;
-        if ((size_t)offset + n > fx->n_pixels)
-            return clef_fail(CLEF_ERR_INTERNAL, "%s: fixture pixels out of range", what);
-        out->rows = malloc(n * sizeof(float));
-        if (!out->rows)
-            return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
-        memcpy(out->rows, fx->pixels + offset, n * sizeof(float));
-        *out = (clef_image_pixels){.rows = out->rows, .n_rows = rows, .row_len = fx->patch_dim,
-                                   .grid_t = g[0], .grid_h = g[1], .grid_w = g[2],
-                                   .resized_w = size[0], .resized_h = size[1]};
-        return CLEF_OK;
-    }
-    return clef_fail(CLEF_ERR_INTERNAL, "%s: not an image of the fixture", what);
-}
-
-static int load_fixture(fixture *fx) {
-    memset(fx, 0, sizeof *fx);
-    char *text = NULL, *bin = NULL;
-    size_t len = 0, bin_len = 0;
-    if (clef_read_file("tests/vision/fixtures/e2e_images.json", 64u << 20, &text, &len) != CLEF_OK ||
-        clef_read_file("tests/vision/fixtures/e2e_pixels.bin", 64u << 20, &bin, &bin_len) != CLEF_OK) {
-        free(text);
-        return 0;
-    }
-    int ok = json_parse(text, len, NULL, &fx->doc, NULL) == 0;
-    free(text);
-    if (ok) {
-        const json_value *root = json_doc_root(fx->doc);
-        fx->images = json_object_get(root, "images");
-        fx->records = json_object_get(root, "records");
-        ok = fx->images && fx->records;
-    }
-    fx->pixels = (float *)bin;
-    fx->n_pixels = bin_len / sizeof(float);
-    fx->patch_dim = 3 * 2 * 4 * 4; /* the demo tower: 3 channels, temporal 2, patch 4 */
-    return ok;
-}
 
 static double rel_l2(const float *got, const double *want, size_t n) {
     double num = 0, den = 0;
@@ -173,7 +103,7 @@ static void check_answer(const char *name, const char *ours, const json_value *w
     json_doc_free(doc);
 }
 
-static void check_records(clef_model *m, const fixture *fx) {
+static void check_records(clef_model *m, const e2e_fixture *fx) {
     const size_t n = fx->records->u.arr.count;
     char **bodies = calloc(n, sizeof *bodies), **alone = calloc(n, sizeof *alone);
     for (size_t r = 0; r < n; r++) {
@@ -232,14 +162,14 @@ static void check_records(clef_model *m, const fixture *fx) {
 
 /* The engine's own decoder and image processor (src/media) on the fixture's PNG files, with
  * the fixture's pixel bounds: the same grids, and pixel rows within 1e-6 of transformers'
- * PIL processor (src/media's parity tests hold the processor to it; this checks that the
+ * torchvision image processor (src/media's parity tests hold the processor to it; this checks that the
  * engine hands the tower what that processor makes). */
-static void check_decoder_pixels(clef_model *m, const fixture *fx) {
+static void check_decoder_pixels(clef_model *m, const e2e_fixture *fx) {
     double worst = 0;
     for (size_t i = 0; i < fx->images->u.arr.count; i++) {
         const json_value *im = json_array_at(fx->images, i);
         clef_image_pixels want = {0}, got = {0};
-        CHECK_EQ_INT(fixture_pixels((void *)fx, m, json_object_get(im, "key"), "fixture", &want), CLEF_OK);
+        CHECK_EQ_INT(e2e_fixture_pixels((void *)fx, m, json_object_get(im, "key"), "fixture", &want), CLEF_OK);
         int st = clef_image_pixels_default(NULL, m, json_object_get(im, "key"), "images[0]", &got);
         CHECK_MSG(st == CLEF_OK, "image %zu: %s", i, clef_last_error());
         CHECK_MSG(got.grid_t == want.grid_t && got.grid_h == want.grid_h && got.grid_w == want.grid_w &&
@@ -255,18 +185,19 @@ static void check_decoder_pixels(clef_model *m, const fixture *fx) {
         clef_image_pixels_free(&got);
         clef_image_pixels_free(&want);
     }
-    printf("engine decoder + processor vs transformers' PIL processor: max abs pixel diff %.3g\n", worst);
+    printf("engine decoder + processor vs transformers' torchvision image processor: max abs pixel diff %.3g\n", worst);
     CHECK_MSG(worst <= 1e-6, "pixel rows differ by %.3g", worst);
 }
 
-/* Refusals through the default path, each by name: a video, a corrupt image, images over the
- * request's total of decoded bytes (before any is decoded). */
+/* Refusals through the default path, each by name: a video that is not one, a corrupt image,
+ * images over the request's total of decoded bytes (before any is decoded). */
 static void check_refusals(clef_model *m) {
     char *out = NULL;
     const char *video = "{\"state\":\"x\",\"questions\":{\"q\":{\"type\":\"noul\"}},"
                         "\"videos\":[\"data:video/mp4;base64,AAAA\"]}";
     int st = clef_model_decide(m, video, strlen(video), &out);
-    CHECK_MSG(st != CLEF_OK && out == NULL, "a video is refused");
+    CHECK_MSG(st == CLEF_ERR_REQUEST_INVALID && out == NULL && strstr(clef_last_error(), "videos[0]"),
+              "3 zero bytes as a video: %d %s", st, clef_last_error());
     /* a PNG signature and nothing else: truncated */
     const char *corrupt = "{\"state\":\"x\",\"questions\":{\"q\":{\"type\":\"noul\"}},"
                           "\"images\":[{\"content_type\":\"image/png\",\"base64\":\"iVBORw0KGgo=\"}]}";
@@ -293,8 +224,8 @@ static void check_refusals(clef_model *m) {
 }
 
 int main(void) {
-    fixture fx;
-    int ok = load_fixture(&fx);
+    e2e_fixture fx;
+    int ok = e2e_fixture_load(&fx);
     CHECK_MSG(ok, "cannot read tests/vision/fixtures/e2e_images.json / e2e_pixels.bin");
     clef_model_params mp = clef_model_default_params();
     mp.max_length = 1024;
@@ -303,7 +234,7 @@ int main(void) {
         CHECK_EQ_INT(clef_model_load("demo/clef-demo", &mp, &m), CLEF_OK);
     if (m) {
         /* 1. the reference processor's pixels: everything after decoding */
-        m->image_pixels = fixture_pixels;
+        m->image_pixels = e2e_fixture_pixels;
         m->image_pixels_ctx = &fx;
         check_records(m, &fx);
         /* 2. the engine's own path from the image files, with the fixture's pixel bounds

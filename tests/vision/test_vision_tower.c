@@ -14,69 +14,10 @@
 #include "clef.h"
 #include "model/vision.h"
 #include "test.h"
+#include "tower_fixture.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct tinput {
-    uint32_t t, h, w;
-    float *pixels;
-} tinput;
-
-typedef struct tcase {
-    uint32_t n;
-    uint32_t *idx;
-    uint32_t n_out;
-    float *out;
-} tcase;
-
-typedef struct fixture {
-    uint32_t n_inputs, Pd, M, n_cases;
-    tinput *in;
-    tcase *cases;
-} fixture;
-
-static int rd(FILE *f, void *p, size_t size, size_t n) { return fread(p, size, n, f) == n; }
-
-static int load_fixture(const char *path, fixture *fx) {
-    memset(fx, 0, sizeof *fx);
-    FILE *f = fopen(path, "rb");
-    char magic[8];
-    int ok = f && rd(f, magic, 8, 1) && !memcmp(magic, "CLEFVT02", 8) && rd(f, &fx->n_inputs, 4, 1) &&
-             rd(f, &fx->Pd, 4, 1) && rd(f, &fx->M, 4, 1);
-    if (ok) {
-        fx->in = calloc(fx->n_inputs, sizeof(tinput));
-        for (uint32_t i = 0; ok && i < fx->n_inputs; i++) {
-            tinput *x = &fx->in[i];
-            ok = rd(f, &x->t, 4, 1) && rd(f, &x->h, 4, 1) && rd(f, &x->w, 4, 1);
-            size_t n = ok ? (size_t)x->t * x->h * x->w * fx->Pd : 0;
-            ok = ok && (x->pixels = malloc(4 * n)) && rd(f, x->pixels, 4, n);
-        }
-        ok = ok && rd(f, &fx->n_cases, 4, 1);
-        if (ok)
-            fx->cases = calloc(fx->n_cases, sizeof(tcase));
-        for (uint32_t c = 0; ok && c < fx->n_cases; c++) {
-            tcase *k = &fx->cases[c];
-            ok = rd(f, &k->n, 4, 1) && (k->idx = malloc(4 * (size_t)k->n)) && rd(f, k->idx, 4, k->n) &&
-                 rd(f, &k->n_out, 4, 1) && (k->out = malloc(4 * (size_t)k->n_out * fx->M)) &&
-                 rd(f, k->out, 4, (size_t)k->n_out * fx->M);
-            for (uint32_t j = 0; ok && j < k->n; j++)
-                ok = k->idx[j] < fx->n_inputs;
-        }
-    }
-    if (f)
-        fclose(f);
-    return ok;
-}
-
-static void free_fixture(fixture *fx) {
-    for (uint32_t i = 0; fx->in && i < fx->n_inputs; i++)
-        free(fx->in[i].pixels);
-    for (uint32_t c = 0; fx->cases && c < fx->n_cases; c++)
-        free(fx->cases[c].idx), free(fx->cases[c].out);
-    free(fx->in);
-    free(fx->cases);
-}
 
 static double rel_l2(const float *got, const float *want, size_t n) {
     double num = 0, den = 0;
@@ -93,8 +34,8 @@ static double rel_l2(const float *got, const float *want, size_t n) {
 static void check_release(const char *name, const char *dir, clef_backend *be) {
     char path[256];
     snprintf(path, sizeof path, "tests/vision/fixtures/%s/tower.bin", name);
-    fixture fx;
-    int ok = load_fixture(path, &fx);
+    tower_fixture fx;
+    int ok = tower_fixture_load(path, &fx);
     CHECK_MSG(ok, "cannot read fixture %s", path);
     clef_release *rel = NULL;
     int st = clef_release_open(dir, NULL, &rel);
@@ -105,7 +46,7 @@ static void check_release(const char *name, const char *dir, clef_backend *be) {
         CHECK_MSG(st == CLEF_OK, "%s: load failed: %s", name, clef_last_error());
     }
     if (!m) {
-        free_fixture(&fx);
+        tower_fixture_free(&fx);
         clef_release_free(rel);
         return;
     }
@@ -121,14 +62,14 @@ static void check_release(const char *name, const char *dir, clef_backend *be) {
     /* the cases each alone first (cases 1..), then the packed one (case 0) */
     for (uint32_t pass = 0; s && pass < 2; pass++)
         for (uint32_t c = 0; c < fx.n_cases; c++) {
-            tcase *k = &fx.cases[c];
+            tower_case *k = &fx.cases[c];
             if ((pass == 0) != (k->n == 1))
                 continue;
             vision_input vin[16];
             CHECK(k->n <= 16);
             int64_t rows = 0;
             for (uint32_t j = 0; j < k->n && j < 16; j++) {
-                const tinput *x = &fx.in[k->idx[j]];
+                const tower_input *x = &fx.in[k->idx[j]];
                 vin[j] = (vision_input){.pixels = x->pixels, .grid_t = x->t, .grid_h = x->h, .grid_w = x->w};
                 rows += vision_tokens(m, &vin[j]);
             }
@@ -158,7 +99,7 @@ static void check_release(const char *name, const char *dir, clef_backend *be) {
         }
     /* refusals */
     if (s) {
-        const tinput *x = &fx.in[fx.n_inputs - 1];
+        const tower_input *x = &fx.in[fx.n_inputs - 1];
         vision_input big = {.pixels = x->pixels, .grid_t = 1, .grid_h = 2 * max_patches, .grid_w = 2};
         CHECK_EQ_INT(vision_forward(m, s, 1, &big), CLEF_ERR_REQUEST_TOO_LONG);
         CHECK_MSG(strstr(clef_last_error(), "patches") != NULL, "message: %s", clef_last_error());
@@ -173,7 +114,7 @@ static void check_release(const char *name, const char *dir, clef_backend *be) {
     free(out);
     vision_state_free(s);
     vision_free(m);
-    free_fixture(&fx);
+    tower_fixture_free(&fx);
     clef_release_free(rel);
 }
 

@@ -1,8 +1,9 @@
 /*
- * cli_image.c — `clef run --image FILE`: an image file from the command line into the
- * record's "images" list as a data URL (data:image/<type>;base64,...), the form the API takes.
- * The type comes from the file's signature (PNG, JPEG, WebP); anything else is refused here,
- * by file name, before the release is opened. Everything else about the image (size caps,
+ * cli_image.c — `clef run --image FILE` / `--video FILE`: an image or video file from the
+ * command line into the record's "images" / "videos" list as a data URL
+ * (data:<type>;base64,...), the form the API takes. The type comes from the file's signature
+ * (PNG, JPEG, WebP; MP4 / QuickTime, WebM / Matroska, AVI); anything else is refused here, by
+ * file name, before the release is opened. Everything else about the medium (size caps,
  * decoding, bombs) is the library's to check, as for any record.
  */
 #include "cli_image.h"
@@ -22,16 +23,31 @@ static const char *image_type(const unsigned char *b, size_t n) {
     return NULL;
 }
 
-int cli_image_data_url(const char *path, char **out) {
+static const char *video_type(const unsigned char *b, size_t n) {
+    if (n >= 12 && !memcmp(b, "RIFF", 4) && !memcmp(b + 8, "AVI ", 4))
+        return "video/x-msvideo";
+    if (n >= 4 && !memcmp(b, "\x1a\x45\xdf\xa3", 4))
+        return "video/x-matroska"; /* WebM is Matroska: the library takes either name */
+    if (n >= 8 && (!memcmp(b + 4, "ftyp", 4) || !memcmp(b + 4, "moov", 4) ||
+                   !memcmp(b + 4, "mdat", 4) || !memcmp(b + 4, "free", 4) ||
+                   !memcmp(b + 4, "wide", 4)))
+        return "video/mp4";
+    return NULL;
+}
+
+/* The file at path as a data URL of the type its first bytes say (`video` picks the kind). */
+static int media_data_url(const char *path, int video, char **out) {
+    const char *flag = video ? "--video" : "--image";
     char *bytes = NULL;
     size_t n = 0;
-    int rc = cli_read_input("run", "--image", path, &bytes, &n);
+    int rc = cli_read_input("run", flag, path, &bytes, &n);
     if (rc)
         return rc;
-    const char *type = image_type((const unsigned char *)bytes, n);
+    const char *type = video ? video_type((const unsigned char *)bytes, n)
+                             : image_type((const unsigned char *)bytes, n);
     if (!type) {
-        fprintf(stderr, "clef run: --image '%s': not a PNG, JPEG or WebP file (by its first "
-                        "bytes)\n", path);
+        fprintf(stderr, "clef run: %s '%s': not %s file (by its first bytes)\n", flag, path,
+                video ? "an MP4 / QuickTime, WebM / Matroska or AVI" : "a PNG, JPEG or WebP");
         free(bytes);
         return 1;
     }
@@ -60,8 +76,21 @@ int cli_image_data_url(const char *path, char **out) {
     return 0;
 }
 
+int cli_image_data_url(const char *path, char **out) {
+    return media_data_url(path, 0, out);
+}
+
+int cli_video_data_url(const char *path, char **out) {
+    return media_data_url(path, 1, out);
+}
+
 int cli_record_add_images(const char *record, size_t len, char *const *urls, int n, char **out,
                           size_t *out_len) {
+    return cli_record_add_list(record, len, "images", urls, n, out, out_len);
+}
+
+int cli_record_add_list(const char *record, size_t len, const char *key, char *const *urls,
+                        int n, char **out, size_t *out_len) {
     /* the record's closing brace (trailing whitespace skipped); the caller has checked that
      * the record is one JSON object */
     size_t end = len;
@@ -69,7 +98,7 @@ int cli_record_add_images(const char *record, size_t len, char *const *urls, int
                        record[end - 1] == '\r' || record[end - 1] == '\t'))
         end--;
     if (end == 0 || record[end - 1] != '}') {
-        fprintf(stderr, "clef run: --image needs the record to be a JSON object\n");
+        fprintf(stderr, "clef run: --image / --video need the record to be a JSON object\n");
         return 1;
     }
     size_t open = end - 1;
@@ -86,7 +115,7 @@ int cli_record_add_images(const char *record, size_t len, char *const *urls, int
         return 1;
     }
     fwrite(record, 1, open, f);
-    fputs(empty ? "\"images\":[" : ",\"images\":[", f);
+    fprintf(f, empty ? "\"%s\":[" : ",\"%s\":[", key);
     for (int i = 0; i < n; i++) {
         fputs(i ? ",\"" : "\"", f);
         fputs(urls[i], f);

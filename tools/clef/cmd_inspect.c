@@ -10,13 +10,16 @@
  * complete.json mismatch, a FIFO or a link out) stops the check and is reported alone. Then
  * the tokenizer is loaded as clef_model_load loads it, and with --verify every weight is read
  * and checked for NaN/Inf: whatever `clef run` refuses while loading, inspect refuses too.
- * The summary says what was checked and what was not.
+ * The summary says what was checked and what was not. The quantization section (inspect_quant.c)
+ * says which linears are quantized and which stay in high precision by which rule of the
+ * release, the bytes the engine holds per group once loaded, and the format parameters.
  * Exit status: 0 the release is sound, 1 any problem, 2 bad usage.
  */
 #include "clef.h"
 #include "clef_release.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "inspect_quant.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -41,7 +44,10 @@ static void usage(FILE *out) {
             "header, joint_head.safetensors, complete.json sizes, tokenizer.json and\n"
             "tokenizer_config.json) and describe it: architecture and sizes, precision,\n"
             "tensors / parameters / bytes per group and per file, the head config, what was\n"
-            "checked and what was not, and every problem found.\n"
+            "checked and what was not, and every problem found. Then, per group, how many\n"
+            "linears are quantized and why the others stay in high precision (the release's\n"
+            "ignore list, the format's rules, ConvRot's rotation group), the bytes the engine\n"
+            "holds once loaded, and the format parameters (docs/quant.md).\n"
             "\n"
             "  --json           print one JSON object instead of the table (for scripts)\n"
             "  --verify         also read every byte: the SHA-256 of every file listed in\n"
@@ -106,7 +112,8 @@ static void progress(void *user, const char *file, size_t i, size_t n, uint64_t 
                 hashing ? "files" : "tensors", tty ? "\033[K" : "");
 }
 
-static void print_table(const clef_release *rel, const group_stats *groups, const inspect_checks *k) {
+static void print_table(const clef_release *rel, const group_stats *groups, const inspect_checks *k,
+                        const inspect_quant *quant) {
     const clef_release_config *c = clef_release_get_config(rel);
     const clef_text_config *t = &c->text;
     clef_release_summary s;
@@ -198,6 +205,7 @@ static void print_table(const clef_release *rel, const group_stats *groups, cons
         printf("%-40s %8zu %16s %16s\n", clef_release_file_name(rel, i),
                clef_release_file_tensor_count(rel, i), a, b);
     }
+    inspect_quant_print_table(quant);
     size_t np = clef_release_problem_count(rel);
     printf("\n");
     if (np == 0 && k->tokenizer_status == CLEF_OK)
@@ -486,13 +494,16 @@ int cmd_inspect(int argc, char **argv) {
         device_measure(dir, &dev);
         blocking += dev.status != CLEF_OK;
     }
+    inspect_quant quant;
+    inspect_quant_collect(rel, &quant);
     if (as_json) {
         print_json(rel, groups, blocking == 0, &k);
+        inspect_quant_print_json(&quant);
         if (dev.device && (dev.status != CLEF_OK || dev.name[0])) /* not asked when refused */
             print_device_json(&dev);
         printf("}\n");
     } else {
-        print_table(rel, groups, &k);
+        print_table(rel, groups, &k, &quant);
         if (dev.device && (dev.status != CLEF_OK || dev.name[0]))
             print_device_table(&dev);
     }

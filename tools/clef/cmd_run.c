@@ -29,12 +29,16 @@
 /* --image: the API takes up to 4 images per record; more are refused by the library with
  * the limit in the message, this only bounds the flag list. */
 #define RUN_MAX_IMAGES 64
+/* --max-pixels and friends: a bound on the processed size; 2^30 pixels is far past any cap. */
+#define RUN_MAX_PIXELS_LIMIT (1L << 30)
 
 static void run_usage(FILE *out) {
     fprintf(out,
             "usage: clef run --model DIR [--record FILE|-]\n"
             "                [--questions FILE|- (--state TEXT | --state-file FILE)]\n"
-            "                [--image FILE]... [--device cpu|cuda[:N]]\n"
+            "                [--image FILE]... [--video FILE]... [--device cpu|cuda[:N]]\n"
+            "                [--max-pixels N] [--min-pixels N] [--video-max-pixels N]\n"
+            "                [--video-min-pixels N]\n"
             "                [--profile resident|host-embed|24gb|16gb] [--max-length N]\n"
             "                [--threads N] [--truncation truncate|refuse]\n"
             "                [--json|--table] [--quiet]\n"
@@ -58,6 +62,16 @@ static void run_usage(FILE *out) {
             "  --image FILE       an image (PNG, JPEG or WebP) for the record, sent as a data\n"
             "                     URL in its \"images\" list; repeat for several (the API takes\n"
             "                     up to 4); replaces the record's own \"images\"\n"
+            "  --video FILE       a video (MP4 / QuickTime, WebM / Matroska or AVI) for the\n"
+            "                     record, in its \"videos\" list; repeat for several (up to 4);\n"
+            "                     replaces the record's own \"videos\"\n"
+            "  --max-pixels N     resize images to at most N pixels (default: the release's\n"
+            "                     preprocessor config, else 16777216 = 4096x4096)\n"
+            "  --min-pixels N     resize images to at least N pixels (default: the release's,\n"
+            "                     else 65536 = 256x256)\n"
+            "  --video-max-pixels N  the same over all sampled frames of a video (default:\n"
+            "                     the release's video config, else 786432)\n"
+            "  --video-min-pixels N  (default: the release's, else 131072)\n"
             "  --device D         where the model runs: cpu (the default), cuda (GPU 0) or\n"
             "                     cuda:N (GPU N); on a GPU, the device memory the model and\n"
             "                     the decision held is reported on stderr (unless --quiet)\n"
@@ -139,9 +153,11 @@ static int assemble_record(const char *questions_path, const char *state_text,
     return 0;
 }
 
-/* The --image files into the record's "images" list (data URLs). The record must be valid
- * JSON first, so a broken one is reported as such rather than as an image problem. */
-static int add_images(const char *const *paths, int n, char **request, size_t *request_len) {
+/* The --image (or --video) files into the record's "images" ("videos") list (data URLs). The
+ * record must be valid JSON first, so a broken one is reported as such rather than as a media
+ * problem. */
+static int add_media(const char *const *paths, int n, int video, char **request,
+                     size_t *request_len) {
     int st = clef_json_check(*request, *request_len);
     if (st != CLEF_OK) {
         fprintf(stderr, "clef run: record refused: %s (%s)\n", clef_last_error(),
@@ -152,13 +168,15 @@ static int add_images(const char *const *paths, int n, char **request, size_t *r
     char *urls[RUN_MAX_IMAGES];
     int rc = 0, made = 0;
     for (; made < n && !rc; made++)
-        rc = cli_image_data_url(paths[made], &urls[made]);
+        rc = video ? cli_video_data_url(paths[made], &urls[made])
+                   : cli_image_data_url(paths[made], &urls[made]);
     if (rc)
         made--; /* the failed one was not made */
     char *with = NULL;
     size_t with_len = 0;
     if (!rc)
-        rc = cli_record_add_images(*request, *request_len, urls, n, &with, &with_len);
+        rc = cli_record_add_list(*request, *request_len, video ? "videos" : "images", urls, n,
+                                 &with, &with_len);
     for (int i = 0; i < made; i++)
         free(urls[i]);
     free(*request);
@@ -234,8 +252,11 @@ int cmd_run(int argc, char **argv) {
     const char *model_dir = NULL, *record_path = NULL, *questions_path = NULL;
     const char *state_text = NULL, *state_file = NULL, *device = NULL;
     int max_length = 0, threads = 0, quiet = 0, format = 0; /* format: 0 auto, 1 json, 2 table */
-    const char *images[RUN_MAX_IMAGES];
-    int n_images = 0;
+    const char *images[RUN_MAX_IMAGES], *videos[RUN_MAX_IMAGES];
+    int n_images = 0, n_videos = 0;
+    int pixels[4] = {0, 0, 0, 0}; /* --min-pixels --max-pixels --video-min-pixels --video-max-pixels */
+    static const char *const pixel_flags[4] = {"--min-pixels", "--max-pixels",
+                                               "--video-min-pixels", "--video-max-pixels"};
     clef_truncation truncation = CLEF_TRUNCATION_TRUNCATE;
     clef_profile profile = CLEF_PROFILE_RESIDENT;
     for (int i = 1; i < argc; i++) {
@@ -253,8 +274,10 @@ int cmd_run(int argc, char **argv) {
         } else if (!strcmp(a, "--model") || !strcmp(a, "--record") || !strcmp(a, "--questions") ||
                    !strcmp(a, "--state") || !strcmp(a, "--state-file") ||
                    !strcmp(a, "--max-length") || !strcmp(a, "--threads") ||
-                   !strcmp(a, "--truncation") || !strcmp(a, "--image") ||
-                   !strcmp(a, "--device") || !strcmp(a, "--profile")) {
+                   !strcmp(a, "--truncation") || !strcmp(a, "--image") || !strcmp(a, "--video") ||
+                   !strcmp(a, "--device") || !strcmp(a, "--profile") ||
+                   !strcmp(a, pixel_flags[0]) || !strcmp(a, pixel_flags[1]) ||
+                   !strcmp(a, pixel_flags[2]) || !strcmp(a, pixel_flags[3])) {
             if (!has_value)
                 return usage_error("%s needs a value", a);
             const char *v = argv[++i];
@@ -273,11 +296,21 @@ int cmd_run(int argc, char **argv) {
                 if (n_images == RUN_MAX_IMAGES)
                     return usage_error("more than %s --image flags", "64");
                 images[n_images++] = v;
+            } else if (!strcmp(a, "--video")) {
+                if (n_videos == RUN_MAX_IMAGES)
+                    return usage_error("more than %s --video flags", "64");
+                videos[n_videos++] = v;
             } else if (!strcmp(a, "--device"))
                 device = v;
             else if (!strcmp(a, "--profile"))
                 rc = cli_parse_profile("run", v, &profile);
-            else if (!strcmp(a, "--max-length"))
+            else if (!strcmp(a, pixel_flags[0]) || !strcmp(a, pixel_flags[1]) ||
+                     !strcmp(a, pixel_flags[2]) || !strcmp(a, pixel_flags[3])) {
+                int k = 0;
+                while (strcmp(a, pixel_flags[k]))
+                    k++;
+                rc = cli_parse_int("run", a, v, 1, RUN_MAX_PIXELS_LIMIT, &pixels[k]);
+            } else if (!strcmp(a, "--max-length"))
                 rc = cli_parse_int("run", a, v, 1, RUN_MAX_LENGTH_LIMIT, &max_length);
             else if (!strcmp(a, "--threads"))
                 rc = cli_parse_int("run", a, v, 1, RUN_MAX_THREADS, &threads);
@@ -325,7 +358,9 @@ int cmd_run(int argc, char **argv) {
                                   &request_len);
     if (rc)
         return rc;
-    if (n_images > 0 && (rc = add_images(images, n_images, &request, &request_len)))
+    if (n_images > 0 && (rc = add_media(images, n_images, 0, &request, &request_len)))
+        return rc;
+    if (n_videos > 0 && (rc = add_media(videos, n_videos, 1, &request, &request_len)))
         return rc;
     /* The record first: a bad one is refused before the release is opened (no weight read). */
     int st = clef_request_check(request, request_len);
@@ -341,6 +376,10 @@ int cmd_run(int argc, char **argv) {
     mp.n_threads = threads;
     mp.max_length = max_length;
     mp.truncation = truncation;
+    mp.min_pixels = pixels[0];
+    mp.max_pixels = pixels[1];
+    mp.video_min_pixels = pixels[2];
+    mp.video_max_pixels = pixels[3];
     mp.device = device;
     mp.profile = profile;
     if (!quiet && isatty(STDERR_FILENO)) {

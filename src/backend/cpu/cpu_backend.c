@@ -86,6 +86,7 @@ static void cpu_free(clef_backend *be) {
             for (int i = 0; i < ctx->n_threads; i++)
                 free(ctx->pack[i]);
         free(ctx->pack);
+        free(ctx->quant_scratch);
         if (!ctx->shares_guard) /* a fork's arena is its parent's */
             cpu_guard_free(ctx->guard);
         free(ctx);

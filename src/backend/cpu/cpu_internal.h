@@ -14,6 +14,8 @@ typedef struct cpu_guard cpu_guard;
 typedef struct cpu_context {
     int n_threads;
     float **pack; /* [n_threads] buffers of CPU_GEMM_PACK_FLOATS floats */
+    void *quant_scratch;       /* a quantized matmul's scratch when the caller planned none */
+    size_t quant_scratch_bytes; /* (cpu_quant_matmul.c: grown on demand, freed with the handle) */
     cpu_guard *guard;              /* guarded variant only: the protected arena, else NULL */
     int shares_guard;              /* 1: a fork; guard is the parent's (not freed here) */
     clef_backend_ops guarded_ops;  /* guarded variant only: its op table */
@@ -38,10 +40,13 @@ void cpu_get_rows(clef_backend *be, const clef_matrix *e, int64_t n, const int32
 
 /* cpu_weights.c: the weight formats the CPU runs and their prepare step */
 int cpu_supports_format(clef_backend *be, clef_wtype t);
-/* cpu_matmul of an NF4 / FP8 / INT8 ConvRot matrix (cpu_quant_matmul.c, src/quant kernels). */
+/* cpu_matmul of an NF4 / FP8 / INT8 ConvRot matrix (cpu_quant_matmul.c, src/quant kernels);
+ * scratch: cpu_quant_workspace_size(be, T_max >= T, w) bytes planned by the caller, or NULL
+ * for the handle's own (quant_scratch above). */
 void cpu_quant_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx,
                       const clef_matrix *w, const float *bias, float *y, int64_t ldy,
-                      int accumulate);
+                      int accumulate, void *scratch);
+size_t cpu_quant_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w);
 size_t cpu_prepared_size(clef_backend *be, const clef_matrix *w);
 int cpu_prepare_matrix(clef_backend *be, const clef_matrix *w, void *dst, clef_matrix *out);
 size_t cpu_matmul_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w);

@@ -18,7 +18,7 @@
 void cpu_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
                 const float *bias, float *y, int64_t ldy, int accumulate, void *scratch) {
     if (w->quant) { /* NF4, FP8, INT8 ConvRot: their own arithmetic (cpu_quant_matmul.c) */
-        cpu_quant_matmul(be, T, x, ldx, w, bias, y, ldy, accumulate);
+        cpu_quant_matmul(be, T, x, ldx, w, bias, y, ldy, accumulate, scratch);
         return;
     }
     CLEF_ASSERT(w->type == CLEF_WTYPE_F32 || w->type == CLEF_WTYPE_BF16);

@@ -15,9 +15,15 @@
  * Threads split the output features in whole panels, so every output is computed by the same
  * sequence whatever the thread count or the batch.
  *
- * Scratch: the quantized activations (T x K bytes + T scales) and one panel per thread
- * (CLEF_QMM_NR x K floats) are allocated per call — a bounded, short-lived buffer until the
- * workspace plan covers these formats (cpu_matmul_workspace_size does not include it yet).
+ * Scratch: NF4 and FP8 one decoded weight panel per thread (clef_qmm_panel_floats) and the
+ * packed activations of the call (clef_qmm_xpack_floats: T x K floats, rounded up to whole
+ * token blocks); FP8 and INT8 the activation scales (T floats) and one row per thread (K
+ * floats: FP8's codes of a token, INT8's rotation); INT8 the quantized activations (T x K
+ * bytes). Each region 64-byte aligned. The caller plans it once (cpu_quant_workspace_size for its
+ * largest T, the size the backend's matmul_workspace_size query answers for these formats:
+ * the backbone's run state does so for its largest quantized matrix) and no call allocates.
+ * A caller that plans none gets the handle's own buffer, grown when a call needs more (in
+ * practice on the first call of each larger shape), never shrunk, freed with the handle.
  */
 #include "backend/cpu/cpu_internal.h"
 
@@ -47,38 +53,102 @@ static clef_nf4_desc nf4_desc_of(const clef_matrix *w) {
     };
 }
 
+/* The regions of a quantized matmul's scratch for nth threads and T tokens of K inputs. */
+typedef struct quant_scratch {
+    float *panels; /* NF4, FP8: [nth][clef_qmm_panel_floats(K)] decoded weight panels */
+    float *xp;     /* NF4, FP8: [clef_qmm_xpack_floats(T, K)] packed activations */
+    float *sx;     /* FP8, INT8: [T] activation scales */
+    float *rot;    /* FP8, INT8: [nth][K] a thread's row (FP8 codes, INT8 rotation) */
+    int8_t *qx;    /* INT8: [T][K] quantized activations */
+} quant_scratch;
+
+static size_t align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+/* Bytes of the layout for (type, nth, T, K); with base non-NULL, also the regions in base. */
+static size_t quant_scratch_layout(clef_wtype type, int nth, int64_t T, int64_t K, void *base,
+                                   quant_scratch *out) {
+    const int panels = type == CLEF_WTYPE_NF4 || type == CLEF_WTYPE_FP8_E4M3;
+    const size_t sizes[5] = {
+        panels ? sizeof(float) * clef_qmm_panel_floats(K) * (size_t)nth : 0,
+        panels ? sizeof(float) * clef_qmm_xpack_floats(T, K) : 0,
+        sizeof(float) * (size_t)T,
+        sizeof(float) * (size_t)K * (size_t)nth,
+        type == CLEF_WTYPE_INT8_CONVROT ? (size_t)T * (size_t)K : 0,
+    };
+    size_t off[5], total = 0;
+    for (int i = 0; i < 5; i++) {
+        off[i] = total;
+        total += align64(sizes[i]);
+    }
+    if (base) {
+        char *b = base;
+        *out = (quant_scratch){.panels = (float *)(void *)(b + off[0]),
+                               .xp = (float *)(void *)(b + off[1]),
+                               .sx = (float *)(void *)(b + off[2]),
+                               .rot = (float *)(void *)(b + off[3]),
+                               .qx = (int8_t *)(void *)(b + off[4])};
+    }
+    return total;
+}
+
+/* Threads a call uses: whole panels each, no more threads than panels. */
+static int quant_threads(clef_backend *be, int64_t N) {
+    const int64_t n_panels = (N + CLEF_QMM_NR - 1) / CLEF_QMM_NR;
+    int nth = be->n_threads < n_panels ? be->n_threads : (int)n_panels;
+    return nth < 1 ? 1 : nth;
+}
+
+/* The layout is monotone in T, so the bytes for T_max cover every T <= T_max. */
+size_t cpu_quant_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w) {
+    return quant_scratch_layout(w->type, quant_threads(be, w->rows), T, w->cols, NULL, NULL);
+}
+
+/* The handle's own scratch of at least bytes (callers that planned none). */
+static void *own_scratch(clef_backend *be, size_t bytes) {
+    cpu_context *ctx = cpu_ctx(be);
+    if (ctx->quant_scratch_bytes < bytes) {
+        free(ctx->quant_scratch);
+        ctx->quant_scratch = aligned_alloc(64, align64(bytes));
+        ctx->quant_scratch_bytes = ctx->quant_scratch ? align64(bytes) : 0;
+    }
+    CLEF_ASSERT(ctx->quant_scratch); /* out of memory in an op: no status to return here */
+    return ctx->quant_scratch;
+}
+
 void cpu_quant_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx,
                       const clef_matrix *w, const float *bias, float *y, int64_t ldy,
-                      int accumulate) {
+                      int accumulate, void *scratch) {
     const int64_t N = w->rows, K = w->cols, row0 = w->quant_row0;
     CLEF_ASSERT(w->quant && w->ld == K);
     const int64_t n_panels = (N + CLEF_QMM_NR - 1) / CLEF_QMM_NR;
-    int nth = be->n_threads < n_panels ? be->n_threads : (int)n_panels;
-    if (nth < 1)
-        nth = 1;
-    size_t panel_floats = clef_qmm_panel_floats(K);
-    size_t bytes = sizeof(float) * (panel_floats * (size_t)nth + (size_t)T + (size_t)K * nth) +
-                   (size_t)(T * K);
-    float *scratch = malloc(bytes);
-    CLEF_ASSERT(scratch); /* out of memory in an op: no status to return here */
-    float *panels = scratch;
-    float *sx = panels + panel_floats * (size_t)nth;
-    float *rot = sx + T;
-    void *qx = rot + (size_t)K * nth;
+    const int nth = quant_threads(be, N);
+    quant_scratch sc;
+    const size_t bytes = quant_scratch_layout(w->type, nth, T, K, NULL, NULL);
+    quant_scratch_layout(w->type, nth, T, K, scratch ? scratch : own_scratch(be, bytes), &sc);
+    const size_t panel_floats = clef_qmm_panel_floats(K);
+    const int64_t blocks = clef_qmm_token_blocks(T);
 
-    if (w->type == CLEF_WTYPE_FP8_E4M3) {
-#pragma omp parallel for num_threads(be->n_threads) schedule(static)
-        for (int64_t t = 0; t < T; t++)
-            clef_fp8_quantize_tokens(x + t * ldx, ldx, 1, K, CLEF_QUANT_ACT_F32,
-                                     (uint8_t *)qx + t * K, sx + t);
-    } else if (w->type == CLEF_WTYPE_INT8_CONVROT) {
+    /* the activations, once per call: packed (NF4), quantized and packed (FP8), rotated and
+     * quantized (INT8); split between the threads by token blocks / tokens */
+    if (w->type == CLEF_WTYPE_INT8_CONVROT)
         CLEF_ASSERT(w->quant->u.int8_convrot.rotation_group == 256 &&
                     !w->quant->u.int8_convrot.input_scale);
-#pragma omp parallel for num_threads(nth) schedule(static)
-        for (int64_t t = 0; t < T; t++)
-            clef_convrot_quantize_tokens(x + t * ldx, ldx, 1, K, CLEF_QUANT_ACT_F32,
-                                         (int8_t *)qx + t * K, sx + t,
-                                         rot + (size_t)omp_get_thread_num() * K);
+#pragma omp parallel num_threads(nth)
+    {
+        const int tid = omp_get_thread_num(), n = omp_get_num_threads();
+        if (w->type == CLEF_WTYPE_INT8_CONVROT) {
+            const int64_t t0 = T * tid / n, t1 = T * (tid + 1) / n;
+            for (int64_t t = t0; t < t1; t++)
+                clef_convrot_quantize_tokens(x + t * ldx, ldx, 1, K, CLEF_QUANT_ACT_F32,
+                                             sc.qx + t * K, sc.sx + t, sc.rot + (size_t)tid * K);
+        } else {
+            const int64_t b0 = blocks * tid / n, b1 = blocks * (tid + 1) / n;
+            if (w->type == CLEF_WTYPE_FP8_E4M3) /* compressed-tensors' QDQ forward */
+                clef_qmm_pack_fp8(x, ldx, T, K, 1, b0, b1, sc.xp, sc.sx,
+                                  (uint8_t *)(sc.rot + (size_t)tid * K));
+            else
+                clef_qmm_pack_f32(x, ldx, T, K, b0, b1, sc.xp);
+        }
     }
     const clef_nf4_desc nf4 = w->type == CLEF_WTYPE_NF4 ? nf4_desc_of(w) : (clef_nf4_desc){0};
 #pragma omp parallel num_threads(nth)
@@ -86,29 +156,28 @@ void cpu_quant_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx,
         int tid = omp_get_thread_num(), n = omp_get_num_threads();
         int64_t p0 = n_panels * tid / n, p1 = n_panels * (tid + 1) / n;
         int64_t n0 = p0 * CLEF_QMM_NR, n1 = p1 * CLEF_QMM_NR < N ? p1 * CLEF_QMM_NR : N;
-        float *panel = panels + panel_floats * (size_t)tid;
+        float *panel = sc.panels + panel_floats * (size_t)tid;
         if (n1 > n0) {
             switch (w->type) {
             case CLEF_WTYPE_NF4: {
                 /* blocks are numbered in the stored tensor: hand the kernel its start (the
                  * slice's data moved by row0 rows of K / 2 bytes, K a multiple of 64) */
                 const uint8_t *stored = (const uint8_t *)w->data - row0 * (K / 2);
-                clef_nf4_matmul_rows(&nf4, stored, row0, K, n0, n1, T, x, ldx, bias, y, ldy,
+                clef_nf4_matmul_rows(&nf4, stored, row0, K, n0, n1, T, sc.xp, bias, y, ldy,
                                      accumulate, panel);
                 break;
             }
             case CLEF_WTYPE_FP8_E4M3:
                 clef_fp8_matmul_rows_qdq(w->data, w->quant->u.fp8.weight_scale + row0, K, n0, n1,
-                                         T, qx, sx, bias, y, ldy, accumulate, panel);
+                                         T, sc.xp, bias, y, ldy, accumulate, panel);
                 break;
             case CLEF_WTYPE_INT8_CONVROT:
                 clef_int8_matmul_rows(w->data, w->quant->u.int8_convrot.weight_scale + row0, K,
-                                      n0, n1, T, qx, sx, bias, y, ldy, accumulate);
+                                      n0, n1, T, sc.qx, sc.sx, bias, y, ldy, accumulate);
                 break;
             default:
                 CLEF_ASSERT(0);
             }
         }
     }
-    free(scratch);
 }

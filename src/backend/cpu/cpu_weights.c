@@ -61,6 +61,7 @@ int cpu_prepare_matrix(clef_backend *be, const clef_matrix *w, void *dst, clef_m
 }
 
 size_t cpu_matmul_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w) {
-    (void)T, (void)w;
+    if (w->quant) /* NF4, FP8, INT8 ConvRot: panels and quantized activations */
+        return cpu_quant_workspace_size(be, T, w);
     return (size_t)be->n_threads * CPU_PACK_BYTES;
 }

@@ -7,7 +7,8 @@
  * offset of backend.h (query i sees keys j <= i + n_kv - n_q).
  *
  * Two kernels: the default puts both products on the tensor cores (bf16 inputs, fp32
- * accumulation; head_dim 64, 128 or 256); the fp32 kernel (CUDA cores, fp32 throughout) runs
+ * accumulation; head_dim 64, 65-80 (zero-padded to 80), 128 or 256); the fp32 kernel (CUDA
+ * cores, fp32 throughout) runs
  * other head dims and whenever clef_backend_cuda_set_attention_fp32() asks for it.
  *
  * fp32 kernel thread layout: 256 threads = 32 query rows x 8; a thread scores 4 keys of its
@@ -132,7 +133,8 @@ static void launch(clef_backend *be, const clef_attention_args *a) {
  * 64. Q (pre-scaled), K and V are rounded to bf16 as they enter shared memory, the
  * probabilities P are rounded to bf16 before P V; scores, the running max/sum and the output
  * accumulator stay fp32 (the output lives in shared memory so rows can be rescaled).
- * Accuracy: bf16-input bound (tests/cuda: <= 1e-2 relative vs the CPU). head_dim 64/128/256. */
+ * Accuracy: bf16-input bound (tests/cuda: <= 1e-2 relative vs the CPU). head_dim 64/128/256,
+ * and 65..80 on the HD = 80 tiles with the dims past head_dim zero (the vision tower's 72). */
 
 #include <mma.h>
 
@@ -167,7 +169,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32) k_attention_tc(clef_attention_a
     for (int idx = tid; idx < TC_BQ * HD; idx += TC_WARPS * 32) {
         int r = idx / HD, d = idx - r * HD;
         int64_t qi = q0 + r;
-        float v = qi < a.n_q ? a.q[qi * a.ldq + h * a.q_head_stride + d] * a.scale : 0.0f;
+        float v = qi < a.n_q && d < a.head_dim ? a.q[qi * a.ldq + h * a.q_head_stride + d] * a.scale : 0.0f;
         Qs[r * L::LQ + d] = __float2bfloat16_rn(v);
         Os[r * L::LO + d] = 0.0f;
     }
@@ -190,7 +192,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32) k_attention_tc(clef_attention_a
         for (int idx = tid; idx < TC_BK * HD; idx += TC_WARPS * 32) {
             int rr = idx / HD, d = idx - rr * HD;
             int64_t kj = k0 + rr;
-            bool ok = kj < a.n_kv;
+            bool ok = kj < a.n_kv && d < a.head_dim; /* zero past head_dim: adds nothing */
             Ks[rr * L::LQ + d] = __float2bfloat16_rn(ok ? a.k[kj * a.ldk + kvh * a.k_head_stride + d] : 0.0f);
             Vs[rr * L::LQ + d] = __float2bfloat16_rn(ok ? a.v[kj * a.ldv + kvh * a.v_head_stride + d] : 0.0f);
         }
@@ -257,7 +259,8 @@ __global__ void __launch_bounds__(TC_WARPS * 32) k_attention_tc(clef_attention_a
         float *o = a.o + my_q * a.ldo + h * a.o_head_stride;
         for (int c = 0; c < HD / 2; c++) {
             int d = half * (HD / 2) + c;
-            o[d] = O[r * L::LO + d] * inv;
+            if (d < a.head_dim)
+                o[d] = O[r * L::LO + d] * inv;
         }
     }
 }
@@ -300,9 +303,11 @@ static void attention_one(clef_backend *be, const clef_attention_args *args, voi
     const int64_t hd = args->head_dim;
     if (!ctx->attention_fp32 && ctx->flash_ok && cuda_flash_attention(be, args, scratch))
         return;
-    if (!ctx->attention_fp32 && (hd == 64 || hd == 128 || hd == 256)) {
+    if (!ctx->attention_fp32 && (hd == 64 || (hd > 64 && hd <= 80) || hd == 128 || hd == 256)) {
         if (hd == 64)
             launch_tc<64>(be, args);
+        else if (hd <= 80) /* the vision tower's 72, padded to 80 (the fp32 kernel is ~20x slower) */
+            launch_tc<80>(be, args);
         else if (hd == 128)
             launch_tc<128>(be, args);
         else

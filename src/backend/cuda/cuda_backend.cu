@@ -66,6 +66,7 @@ static int cuda_write(clef_backend *be, void *dst, const void *host_src, size_t 
     cuda_context *ctx = cuda_ctx(be);
     if (ctx->status != CLEF_OK)
         return ctx->status;
+    ctx->writes++; /* device memory changes: see cuda_context.xb_src */
     cuda_record(be, cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, ctx->stream), "host-to-device copy");
     /* the caller may free or reuse host_src as soon as we return */
     return cuda_record(be, cudaStreamSynchronize(ctx->stream), "host-to-device copy");

@@ -54,7 +54,7 @@ void clef_backend_cuda_set_attention_fp32(clef_backend *be, int on);
  * token-by-token kernel. Set before sizing workspaces (gdn_workspace_size follows it). */
 void clef_backend_cuda_set_gdn_chunked(clef_backend *be, int on);
 
-/* 1 when tensor-core attention (head_dim 64/128/256, with scratch) runs the register-
+/* 1 when tensor-core attention (head_dim 64, 65-80, 128, 256, with scratch) runs the register-
  * accumulator flash kernel (cuda_flash.cu: its accumulator layout was checked on this
  * device), 0 when it runs the shared-memory kernel. Tests label their checks with it. */
 int clef_backend_cuda_flash_attention(const clef_backend *be);

@@ -20,6 +20,10 @@
  * [n_kv, kv heads, head_dim] rows), so that each key tile arrives as 16-byte loads, all of a
  * thread's loads in flight at once: with fp32 element loads the tile loads, not the
  * products, set the kernel's speed. Q is loaded once per block (fp32, batched loads).
+ *
+ * Head dims 65..80 (the vision tower's 72) run the HD = 80 kernel with the dims past head_dim
+ * zero in Q, K and V (they add nothing to the scores or the output, which is written only up
+ * to head_dim): the bf16 copies are laid out with 80 columns.
  */
 #include "backend/cuda/cuda_internal.cuh"
 
@@ -70,6 +74,9 @@ int cuda_flash_probe(clef_backend *be) {
     return h == 1;
 }
 
+/* The kernel's head dim for head_dim hd: 80 for 65..80 (zero-padded), else hd itself. */
+static inline int64_t fa_padded(int64_t hd) { return hd > 64 && hd <= 80 ? 80 : hd; }
+
 template <int HD>
 struct fa_smem {
     static constexpr int LQ = HD + 8;     /* bf16 rows of Q, K, V */
@@ -80,10 +87,10 @@ struct fa_smem {
 };
 
 /* rows [r0, r0 + rows) of a head, `HD` columns, rounded to bf16 into dst (ld LQ); rows past
- * `limit` are zeros; `scale` multiplies (Q's softmax scale) */
+ * `limit` and columns past `hd` are zeros; `scale` multiplies (Q's softmax scale) */
 template <int HD>
 __device__ __forceinline__ void fa_load(__nv_bfloat16 *dst, const float *src, int64_t ld, int64_t r0, int rows,
-                                        int64_t limit, float scale) {
+                                        int64_t limit, int64_t hd, float scale) {
     constexpr int LQ = fa_smem<HD>::LQ;
     const int n = rows * HD;
     for (int base = threadIdx.x; base < n; base += FA_BATCH * FA_THREADS) {
@@ -91,7 +98,7 @@ __device__ __forceinline__ void fa_load(__nv_bfloat16 *dst, const float *src, in
 #pragma unroll
         for (int u = 0; u < FA_BATCH; u++) {
             const int i = base + u * FA_THREADS, r = i / HD, d = i % HD;
-            v[u] = (i < n && r0 + r < limit) ? src[(r0 + r) * ld + d] : 0.0f;
+            v[u] = (i < n && r0 + r < limit && d < hd) ? src[(r0 + r) * ld + d] : 0.0f;
         }
 #pragma unroll
         for (int u = 0; u < FA_BATCH; u++) {
@@ -102,13 +109,14 @@ __device__ __forceinline__ void fa_load(__nv_bfloat16 *dst, const float *src, in
     }
 }
 
-/* kb, vb [n_kv, Hkv, hd] bf16 = k, v rounded */
-__global__ void k_kv_bf16(clef_attention_args a, __nv_bfloat16 *kb, __nv_bfloat16 *vb) {
-    const int64_t n = a.n_kv * a.n_kv_heads * a.head_dim;
+/* kb, vb [n_kv, Hkv, hdp] bf16 = k, v rounded; columns past head_dim (up to hdp) are zeros */
+__global__ void k_kv_bf16(clef_attention_args a, int64_t hdp, __nv_bfloat16 *kb, __nv_bfloat16 *vb) {
+    const int64_t n = a.n_kv * a.n_kv_heads * hdp;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t d = i % a.head_dim, rh = i / a.head_dim, hh = rh % a.n_kv_heads, t = rh / a.n_kv_heads;
-        kb[i] = __float2bfloat16_rn(a.k[t * a.ldk + hh * a.k_head_stride + d]);
-        vb[i] = __float2bfloat16_rn(a.v[t * a.ldv + hh * a.v_head_stride + d]);
+        const int64_t d = i % hdp, rh = i / hdp, hh = rh % a.n_kv_heads, t = rh / a.n_kv_heads;
+        const bool in = d < a.head_dim;
+        kb[i] = __float2bfloat16_rn(in ? a.k[t * a.ldk + hh * a.k_head_stride + d] : 0.0f);
+        vb[i] = __float2bfloat16_rn(in ? a.v[t * a.ldv + hh * a.v_head_stride + d] : 0.0f);
     }
 }
 
@@ -153,7 +161,7 @@ __global__ void __launch_bounds__(FA_THREADS, 1) k_flash(clef_attention_args a, 
     const int64_t q0 = (n_tiles - 1 - (int64_t)blockIdx.x) * FA_BQ; /* longest causal tiles first */
     const int64_t offset = a.n_kv - a.n_q;
 
-    fa_load<HD>(Qs, a.q + h * a.q_head_stride, a.ldq, q0, FA_BQ, a.n_q, a.scale);
+    fa_load<HD>(Qs, a.q + h * a.q_head_stride, a.ldq, q0, FA_BQ, a.n_q, a.head_dim, a.scale);
     float *S = Ss + warp * 16 * L::LS, *alpha_s = Al + warp * 16;
     __nv_bfloat16 *P = Ps + warp * 16 * L::LP;
     const int r = lane >> 1, half = lane & 1; /* softmax: row r of the warp's 16, half the columns */
@@ -253,8 +261,9 @@ __global__ void __launch_bounds__(FA_THREADS, 1) k_flash(clef_attention_args a, 
 #pragma unroll
         for (int i = 0; i < 8; i++) {
             const int64_t qi = q0 + warp * 16 + fa_row(lane, i);
-            if (qi < a.n_q)
-                a.o[qi * a.ldo + h * a.o_head_stride + d * 16 + fa_col(lane, i)] = o[d].x[i] * inv[(i >> 1) & 1];
+            const int col = d * 16 + fa_col(lane, i);
+            if (qi < a.n_q && col < a.head_dim)
+                a.o[qi * a.ldo + h * a.o_head_stride + col] = o[d].x[i] * inv[(i >> 1) & 1];
         }
 }
 
@@ -271,23 +280,25 @@ static void launch_flash(clef_backend *be, const clef_attention_args *a, __nv_bf
 
 /* bytes of scratch the flash kernel needs for n_kv keys: the bf16 copies of K and V */
 size_t cuda_flash_workspace_size(int64_t n_kv, int64_t n_kv_heads, int64_t head_dim) {
-    return 2 * sizeof(__nv_bfloat16) * (size_t)(n_kv * n_kv_heads * head_dim) + 256;
+    return 2 * sizeof(__nv_bfloat16) * (size_t)(n_kv * n_kv_heads * fa_padded(head_dim)) + 256;
 }
 
-/* 1 when the register-accumulator kernel ran args (head_dim 64, 128 or 256, and scratch of
- * cuda_flash_workspace_size bytes, 16-byte aligned) */
+/* 1 when the register-accumulator kernel ran args (head_dim 64, 65..80, 128 or 256, and
+ * scratch of cuda_flash_workspace_size bytes, 16-byte aligned) */
 int cuda_flash_attention(clef_backend *be, const clef_attention_args *args, void *scratch) {
-    const int64_t hd = args->head_dim;
-    if ((hd != 64 && hd != 128 && hd != 256) || !scratch || ((uintptr_t)scratch & 15))
+    const int64_t hd = fa_padded(args->head_dim);
+    if ((hd != 64 && hd != 80 && hd != 128 && hd != 256) || !scratch || ((uintptr_t)scratch & 15))
         return 0;
     cuda_context *ctx = cuda_ctx(be);
     __nv_bfloat16 *kb = (__nv_bfloat16 *)scratch, *vb = kb + args->n_kv * args->n_kv_heads * hd;
     const int64_t n = args->n_kv * args->n_kv_heads * hd;
     const unsigned blocks = (unsigned)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096);
-    k_kv_bf16<<<blocks, 256, 0, ctx->stream>>>(*args, kb, vb);
+    k_kv_bf16<<<blocks, 256, 0, ctx->stream>>>(*args, hd, kb, vb);
     CUDA_CHECK_LAUNCH(be, "attention K/V to bf16 kernel");
     if (hd == 64)
         launch_flash<64>(be, args, kb, vb);
+    else if (hd == 80)
+        launch_flash<80>(be, args, kb, vb);
     else if (hd == 128)
         launch_flash<128>(be, args, kb, vb);
     else

@@ -39,6 +39,12 @@ typedef struct cuda_context {
     size_t lt_workspace_bytes;
     __nv_bfloat16 *xb;      /* bf16 copy of a matmul's activation rows, grown on demand */
     size_t xb_bytes;
+    /* What xb holds (cuda_matmul.cu): the rows [xb_T, xb_K] of xb_src at stride xb_ldx, valid
+     * while `writes` still equals xb_writes, i.e. no kernel ran and no host copy landed since.
+     * The projections that read the same normalised rows then convert them once. */
+    const float *xb_src;
+    int64_t xb_T, xb_K, xb_ldx;
+    unsigned long long writes, xb_writes;
     size_t resident, peak;  /* device bytes held by this backend */
     int status;             /* first error (clef_status), CLEF_OK while none */
     int attention_fp32;     /* 1: attention on the fp32 kernel only (cuda_attention.cu) */
@@ -55,8 +61,13 @@ static inline cuda_context *cuda_ctx(clef_backend *be) { return (cuda_context *)
 /* Record a CUDA runtime failure (the first one is kept); returns the context's status. */
 int cuda_record(clef_backend *be, cudaError_t err, const char *what);
 
-/* After each launch: record a launch-configuration error. */
-#define CUDA_CHECK_LAUNCH(be, what) cuda_record((be), cudaGetLastError(), (what))
+/* After each op's launches: record a launch-configuration error, and count the op as one that
+ * may have written device memory (ends the reuse of the matmul's bf16 input copy). */
+static inline int cuda_launched(clef_backend *be, const char *what) {
+    cuda_ctx(be)->writes++;
+    return cuda_record(be, cudaGetLastError(), what);
+}
+#define CUDA_CHECK_LAUNCH(be, what) cuda_launched((be), (what))
 
 static inline unsigned cuda_blocks(int64_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
 

@@ -13,6 +13,11 @@
  * CUDA_GEMM_CANON_ROWS rows with no split-K reduction, then used for every T. A row's result
  * then comes from the same kernel with the same summation order whatever the batch holds,
  * which keeps qwen35.h's promise (a sequence's output is bit-identical alone or in a batch).
+ *
+ * The projections of one layer read the same rows (in_qkv, in_z, in_b, in_a all read the
+ * normalised hidden state; q/k/v; gate/up): the staging buffer remembers which fp32 rows it
+ * holds and the next matmul on the same rows skips the conversion, as long as no kernel ran
+ * and no host copy landed in between (cuda_context.writes) and no matmul wrote over them.
  */
 
 #define CUDA_GEMM_CANON_ROWS 2048
@@ -181,7 +186,7 @@ static int staging(clef_backend *be, size_t bytes) {
     cuda_record(be, cudaStreamSynchronize(ctx->stream), "synchronize before growing the staging buffer");
     cudaFree(ctx->xb);
     cuda_account(be, -(ptrdiff_t)ctx->xb_bytes);
-    ctx->xb = NULL, ctx->xb_bytes = 0;
+    ctx->xb = NULL, ctx->xb_bytes = 0, ctx->xb_src = NULL;
     size_t want = bytes + bytes / 4; /* head room: the next forward is often a little longer */
     if (cuda_record(be, cudaMalloc((void **)&ctx->xb, want), "bf16 staging buffer") != CLEF_OK)
         return ctx->status;
@@ -197,6 +202,17 @@ size_t cuda_matmul_workspace_size(clef_backend *be, int64_t T, const clef_matrix
     return w->type == CLEF_WTYPE_BF16 ? sizeof(__nv_bfloat16) * (size_t)(T * w->cols) + 256 : 0;
 }
 
+/* A matmul wrote y [T, N] at stride ldy: the staging buffer no longer matches its source if
+ * y overlaps those rows (cuBLASLt launches do not count in cuda_context.writes). */
+static void invalidate_if_written(cuda_context *ctx, const float *y, int64_t T, int64_t N, int64_t ldy) {
+    if (!ctx->xb_src)
+        return;
+    const float *s0 = ctx->xb_src, *s1 = ctx->xb_src + (ctx->xb_T - 1) * ctx->xb_ldx + ctx->xb_K;
+    const float *y1 = y + (T - 1) * ldy + N;
+    if (y < s1 && s0 < y1)
+        ctx->xb_src = NULL;
+}
+
 /* scratch: the caller's planned staging (matmul_workspace_size bytes), or NULL for the
  * backend's own buffer (grown on demand, between forwards in practice). */
 void cuda_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w, const float *bias,
@@ -206,6 +222,7 @@ void cuda_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const
         return;
     if (clef_wtype_get_traits(w->type)->is_quantized) { /* NF4, FP8, INT8: cuda_quant*.cu */
         cuda_quant_matmul(be, T, x, ldx, w, bias, y, ldy, accumulate, scratch);
+        invalidate_if_written(ctx, y, T, w->rows, ldy);
         return;
     }
     const int64_t N = w->rows, K = w->cols;
@@ -213,13 +230,21 @@ void cuda_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const
     int64_t ldb;
     if (w->type == CLEF_WTYPE_BF16) {
         __nv_bfloat16 *xb = (__nv_bfloat16 *)scratch;
-        if (!xb) {
-            if (staging(be, sizeof(__nv_bfloat16) * (size_t)(T * K)) != CLEF_OK)
-                return;
+        const int cached = !xb && ctx->xb_src == x && ctx->xb_T == T && ctx->xb_K == K && ctx->xb_ldx == ldx &&
+                           ctx->xb_writes == ctx->writes;
+        if (cached) {
             xb = ctx->xb;
+        } else {
+            if (!xb) {
+                if (staging(be, sizeof(__nv_bfloat16) * (size_t)(T * K)) != CLEF_OK)
+                    return;
+                xb = ctx->xb;
+            }
+            k_f32_to_bf16_rows<<<cuda_blocks(T * K, 256), 256, 0, ctx->stream>>>(T, K, x, ldx, xb);
+            CUDA_CHECK_LAUNCH(be, "bf16 conversion kernel");
+            if (!scratch)
+                ctx->xb_src = x, ctx->xb_T = T, ctx->xb_K = K, ctx->xb_ldx = ldx, ctx->xb_writes = ctx->writes;
         }
-        k_f32_to_bf16_rows<<<cuda_blocks(T * K, 256), 256, 0, ctx->stream>>>(T, K, x, ldx, xb);
-        CUDA_CHECK_LAUNCH(be, "bf16 conversion kernel");
         B = xb, ldb = K;
     } else if (w->type == CLEF_WTYPE_F32) {
         B = x, ldb = ldx;
@@ -238,6 +263,7 @@ void cuda_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const
         k_add_bias<<<cuda_blocks(T * N, 256), 256, 0, ctx->stream>>>(T, N, bias, y, ldy);
         CUDA_CHECK_LAUNCH(be, "bias kernel");
     }
+    invalidate_if_written(ctx, y, T, N, ldy);
 }
 
 __device__ __forceinline__ float to_float(float v) { return v; }

@@ -1,7 +1,9 @@
 /*
  * cuda_norm.cu — the per-row reductions: RMSNorm, gated RMSNorm, LayerNorm and softmax. One
- * block of 128 threads per row; sums in fp32 trees (the CPU sums in double: both are far
- * inside 1e-5 relative of the exact value for the row lengths of these models).
+ * block of 128 threads per row; RMSNorms of rows up to NORM_WARP_DIM long (the per-head
+ * norms: 128 or 256 wide, n x heads rows) one warp per row instead, which needs no block
+ * barrier. Sums in fp32 trees (the CPU sums in double: both are far inside 1e-5 relative of
+ * the exact value for the row lengths of these models).
  * Formulas and rounding order as the CPU reference (cpu_norm.c, cpu_elementwise.c).
  */
 #include "backend/cuda/cuda_internal.cuh"
@@ -116,12 +118,60 @@ __global__ void k_softmax(int64_t cols, float *x, int64_t ldx) {
         xr[i] = expf(xr[i] - m) * inv;
 }
 
+#define NORM_WARP_DIM 1024
+#define NORM_WARP_ROWS (NORM_THREADS / 32) /* rows per block of the warp kernels */
+
+__device__ __forceinline__ float warp_sum_all(float v) {
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* k_rmsnorm / k_rmsnorm_gated with one warp per row (rows of at most NORM_WARP_DIM). */
+__global__ void k_rmsnorm_warp(int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *w, float eps,
+                               int add_one, float *y, int64_t ldy) {
+    const int64_t r = (int64_t)blockIdx.x * NORM_WARP_ROWS + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    if (r >= rows)
+        return;
+    const float *xr = x + r * ldx;
+    float *yr = y + r * ldy;
+    float ss = 0.0f;
+    for (int64_t i = lane; i < dim; i += 32)
+        ss += xr[i] * xr[i];
+    float s = 1.0f / sqrtf(warp_sum_all(ss) / (float)dim + eps);
+    for (int64_t i = lane; i < dim; i += 32) {
+        float n = xr[i] * s;
+        yr[i] = w ? n * (add_one ? 1.0f + w[i] : w[i]) : n;
+    }
+}
+
+__global__ void k_rmsnorm_gated_warp(int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *z,
+                                     int64_t ldz, const float *w, float eps, float *y, int64_t ldy) {
+    const int64_t r = (int64_t)blockIdx.x * NORM_WARP_ROWS + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    if (r >= rows)
+        return;
+    const float *xr = x + r * ldx, *zr = z + r * ldz;
+    float *yr = y + r * ldy;
+    float ss = 0.0f;
+    for (int64_t i = lane; i < dim; i += 32)
+        ss += xr[i] * xr[i];
+    float s = 1.0f / sqrtf(warp_sum_all(ss) / (float)dim + eps);
+    for (int64_t i = lane; i < dim; i += 32)
+        yr[i] = (w[i] * (xr[i] * s)) * silu_f(zr[i]);
+}
+
 /* Rows run as a grid of up to 2^31-1 blocks: every model's row count fits. */
 void cuda_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *w, float eps,
                   int add_one, float *y, int64_t ldy) {
     if (cuda_ctx(be)->status != CLEF_OK || rows <= 0)
         return;
-    k_rmsnorm<<<(unsigned)rows, NORM_THREADS, 0, cuda_ctx(be)->stream>>>(dim, x, ldx, w, eps, add_one, y, ldy);
+    if (dim <= NORM_WARP_DIM)
+        k_rmsnorm_warp<<<cuda_blocks(rows, NORM_WARP_ROWS), NORM_THREADS, 0, cuda_ctx(be)->stream>>>(rows, dim, x, ldx, w,
+                                                                                                   eps, add_one, y, ldy);
+    else
+        k_rmsnorm<<<(unsigned)rows, NORM_THREADS, 0, cuda_ctx(be)->stream>>>(dim, x, ldx, w, eps, add_one, y, ldy);
     CUDA_CHECK_LAUNCH(be, "rmsnorm kernel");
 }
 
@@ -129,7 +179,11 @@ void cuda_rmsnorm_gated(clef_backend *be, int64_t rows, int64_t dim, const float
                         int64_t ldz, const float *w, float eps, float *y, int64_t ldy) {
     if (cuda_ctx(be)->status != CLEF_OK || rows <= 0)
         return;
-    k_rmsnorm_gated<<<(unsigned)rows, NORM_THREADS, 0, cuda_ctx(be)->stream>>>(dim, x, ldx, z, ldz, w, eps, y, ldy);
+    if (dim <= NORM_WARP_DIM)
+        k_rmsnorm_gated_warp<<<cuda_blocks(rows, NORM_WARP_ROWS), NORM_THREADS, 0, cuda_ctx(be)->stream>>>(
+            rows, dim, x, ldx, z, ldz, w, eps, y, ldy);
+    else
+        k_rmsnorm_gated<<<(unsigned)rows, NORM_THREADS, 0, cuda_ctx(be)->stream>>>(dim, x, ldx, z, ldz, w, eps, y, ldy);
     CUDA_CHECK_LAUNCH(be, "rmsnorm_gated kernel");
 }
 

@@ -1,11 +1,13 @@
 /*
- * backbone_records.h — the CLEFBB01 record files of scripts/backbone/make_fixtures.py
- * (token ids, the rows kept, transformers' fp32 last hidden states at those rows), as the GPU
- * model tests read them: test_cuda_model.c (backbone fixtures) and test_cuda_quant_model.c
- * (quantized fixtures) share this one reader.
+ * backbone_records.h — the CLEFBB01 record files of scripts/backbone/make_fixtures.py and
+ * scripts/quant/make_backbone_oracle.py (token ids, the rows kept, the reference's fp32 last
+ * hidden states at those rows). Layout, little-endian: "CLEFBB01", u32 n, u32 D, then per
+ * record u32 T, T x i32 ids, u32 n_rows, n_rows x i32 rows, n_rows * D f32 hidden.
+ * The one reader of tests/backbone (test_qwen35_parity), tests/quant (test_quant_backbone)
+ * and tests/cuda (test_cuda_model, test_cuda_quant_model).
  */
-#ifndef CLEF_TESTS_CUDA_BACKBONE_RECORDS_H
-#define CLEF_TESTS_CUDA_BACKBONE_RECORDS_H
+#ifndef CLEF_TESTS_BACKBONE_RECORDS_H
+#define CLEF_TESTS_BACKBONE_RECORDS_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -18,10 +20,11 @@ typedef struct record {
     float *hidden; /* [n_rows, D] */
 } record;
 
-static int read_u32(FILE *f, uint32_t *v) { return fread(v, 4, 1, f) == 1; }
+static inline int read_u32(FILE *f, uint32_t *v) { return fread(v, 4, 1, f) == 1; }
 
-/* 1 and the n records of a D-wide model, or 0 when the file is missing or short. */
-static int load_records(const char *path, int64_t *n_out, int64_t *D_out, record **out) {
+/* 1 and the n records of a D-wide model, or 0 when the file is missing or short (what was
+ * read is still in *out: records_free it). */
+static inline int load_records(const char *path, int64_t *n_out, int64_t *D_out, record **out) {
     FILE *f = fopen(path, "rb");
     char magic[8];
     uint32_t n, D;
@@ -50,10 +53,10 @@ static int load_records(const char *path, int64_t *n_out, int64_t *D_out, record
     return 1;
 }
 
-static void records_free(record *r, int64_t n) {
+static inline void records_free(record *r, int64_t n) {
     for (int64_t i = 0; r && i < n; i++)
         free(r[i].ids), free(r[i].rows), free(r[i].hidden);
     free(r);
 }
 
-#endif /* CLEF_TESTS_CUDA_BACKBONE_RECORDS_H */
+#endif /* CLEF_TESTS_BACKBONE_RECORDS_H */
