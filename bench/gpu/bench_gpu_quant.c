@@ -507,7 +507,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     /* FP8 on the fp8 tensor cores (the speed mode; the backend's default is the exact path at
-     * the BF16 rate, cuda_quant_fp8.cu); CLEF_BENCH_FP8_EXACT=1 times the default instead */
+     * about half the BF16 rate, cuda_quant_fp8.cu); CLEF_BENCH_FP8_EXACT=1 times the default */
     const char *fp8_exact = getenv("CLEF_BENCH_FP8_EXACT");
     const int tensor_cores = !(fp8_exact && !strcmp(fp8_exact, "1"));
     clef_backend_cuda_set_fp8_tensor_cores(be, tensor_cores);

@@ -71,7 +71,7 @@ void clef_backend_cuda_set_convrot_exact(clef_backend *be, int on);
 
 /* on = 1: FP8 matmuls run on the fp8 tensor cores (cuBLASLt e4m3 x e4m3: the FP8 rate, partial
  * sums kept to ~14 bits); 0 (default): the exact path (codes widened to bf16, bf16 tensor
- * cores with fp32 accumulation: the CPU reference's arithmetic, at the BF16 rate). */
+ * cores with fp32 accumulation: the CPU reference's arithmetic, at about half the BF16 rate). */
 void clef_backend_cuda_set_fp8_tensor_cores(clef_backend *be, int on);
 
 /* on = 1: FP8 matmuls on the tensor cores take the epilogue path (unscaled fp32 product, then the scaling

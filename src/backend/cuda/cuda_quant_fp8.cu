@@ -8,8 +8,9 @@
  * each product of two 4-bit significands is exact in fp32), unscaled fp32 products, then the
  * scaling kernel. Equal to the CPU's W8A8 (clef_fp8_gemm_ref) up to fp32 summation order, and
  * in fp32 W8A8 equals compressed-tensors' QDQ forward to ~1e-7 (scripts/cuda/
- * fp8_gpu_sensitivity.py), so the GPU runs the CPU reference's arithmetic. It runs at the
- * BF16 rate plus the widening of the weight (one pass over it, like NF4's dequantization).
+ * fp8_gpu_sensitivity.py), so the GPU runs the CPU reference's arithmetic. It is slow: the
+ * widening of the weight and the fp32 code values add passes over memory to a BF16 GEMM
+ * (~335 TFLOP/s on the 27B MLP-up shape at 2,270 rows on an H200, run13: half the BF16 rate).
  *
  * Tensor cores (clef_backend_cuda_set_fp8_tensor_cores): cuBLASLt e4m3 x e4m3 — the FP8 rate,
  * but Hopper's fp8 MMAs keep only ~14 bits of their partial sums (test_cuda_quant: 1e-4..3e-4
