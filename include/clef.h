@@ -192,6 +192,11 @@ typedef enum clef_profile {
     CLEF_PROFILE_HOST_EMBED = 1, /* as RESIDENT, but embed_tokens stays in host RAM: each
                                     forward gathers its tokens' rows there and copies only
                                     those to the device (vocab x hidden x 2 bytes less on it) */
+    CLEF_PROFILE_24GB = 2,       /* the NF4 27B release's "24gb" profile: RESIDENT's placement,
+                                    and the model's device memory plus each context's must stay
+                                    within 24 GiB: a load or context create past it is refused
+                                    (CLEF_ERR_OUT_OF_MEMORY, naming the bytes) */
+    CLEF_PROFILE_16GB = 3,       /* the "16gb" profile: HOST_EMBED's placement within 16 GiB */
 } clef_profile;
 
 typedef struct clef_model_params {

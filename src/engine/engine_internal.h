@@ -72,6 +72,12 @@ struct clef_model {
     clef_context *default_ctx;      /* created by the first clef_model_decide* call */
 };
 
+/* The device bytes a placement profile allows (24 / 16 GiB), 0 for none. */
+uint64_t clef_profile_budget(clef_profile profile);
+/* CLEF_OK, or CLEF_ERR_OUT_OF_MEMORY (message prefixed by `what`) when the model's device memory
+ * plus c's (c may be NULL) exceeds m's profile budget. Always CLEF_OK on the CPU. */
+int clef_profile_check(const clef_model *m, const clef_context *c, const char *what);
+
 struct clef_context {
     clef_model *model;
     clef_context_params params;     /* with defaults filled in */

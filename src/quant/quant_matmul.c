@@ -378,7 +378,8 @@ void clef_convrot_quantize_tokens_fast(const float *x, int64_t ldx, int64_t T, i
 }
 
 /* int32 dot products are exact in any order: the same C loop, compiled per ISA so the
- * compiler vectorizes it with what the CPU has, gives the same bits everywhere. */
+ * compiler vectorizes it with what the CPU has (AVX-512: the explicit tiles below), gives the
+ * same bits everywhere. */
 static inline __attribute__((always_inline)) void
 int8_rows(const int8_t *qw, const float *sw, int64_t K, int64_t n0, int64_t n1, int64_t T,
           const int8_t *qx, const float *sx, const float *bias, float *y, int64_t ldy,
@@ -407,7 +408,53 @@ int8_rows(const int8_t *qw, const float *sw, int64_t K, int64_t n0, int64_t n1, 
 
 #if CPU_HAVE_X86
 CPU_TARGET_AVX2 static void int8_rows_avx2(INT8_ROWS_ARGS) { int8_rows(INT8_ROWS_CALL); }
-CPU_TARGET_AVX512 static void int8_rows_avx512(INT8_ROWS_ARGS) { int8_rows(INT8_ROWS_CALL); }
+
+/* AVX-512: tiles of 4 tokens x 4 rows, 32 k per step: codes widened to int16, pairs of
+ * products summed into int32 lanes (vpmaddwd: exact, |pair| <= 2 * 128 * 128), lanes summed
+ * at the end; then the same epilogue. Tokens and rows past the last whole tile, and K not a
+ * multiple of 32, take the C loop. */
+CPU_TARGET_AVX512 static void int8_rows_avx512(INT8_ROWS_ARGS) {
+    if (K % 32) {
+        int8_rows(INT8_ROWS_CALL);
+        return;
+    }
+    const int64_t t_tiles = T / 4 * 4, n_tiles = n0 + (n1 - n0) / 4 * 4;
+    for (int64_t t = 0; t < t_tiles; t += 4) {
+        for (int64_t n = n0; n < n_tiles; n += 4) {
+            __m512i acc[4][4];
+            for (int i = 0; i < 4; i++)
+                for (int r = 0; r < 4; r++)
+                    acc[i][r] = _mm512_setzero_si512();
+            for (int64_t k = 0; k < K; k += 32) {
+                __m512i xv[4], wv[4];
+                for (int i = 0; i < 4; i++)
+                    xv[i] = _mm512_cvtepi8_epi16(
+                        _mm256_loadu_si256((const __m256i *)(const void *)(qx + (t + i) * K + k)));
+                for (int r = 0; r < 4; r++)
+                    wv[r] = _mm512_cvtepi8_epi16(
+                        _mm256_loadu_si256((const __m256i *)(const void *)(qw + (n + r) * K + k)));
+                for (int i = 0; i < 4; i++)
+                    for (int r = 0; r < 4; r++)
+                        acc[i][r] = _mm512_add_epi32(acc[i][r], _mm512_madd_epi16(xv[i], wv[r]));
+            }
+            for (int i = 0; i < 4; i++)
+                for (int r = 0; r < 4; r++) {
+                    const int32_t dot = _mm512_reduce_add_epi32(acc[i][r]);
+                    float v = (float)dot * (sx[t + i] * sw[n + r]);
+                    if (bias)
+                        v += bias[n + r];
+                    float *dst = y + (t + i) * ldy + n + r;
+                    *dst = accumulate ? *dst + v : v;
+                }
+        }
+        if (n_tiles < n1) /* the last rows of these tokens */
+            int8_rows(qw, sw, K, n_tiles, n1, 4, qx + t * K, sx + t, bias, y + t * ldy, ldy,
+                      accumulate);
+    }
+    if (t_tiles < T) /* the last tokens */
+        int8_rows(qw, sw, K, n0, n1, T - t_tiles, qx + t_tiles * K, sx + t_tiles, bias,
+                  y + t_tiles * ldy, ldy, accumulate);
+}
 #endif
 
 void clef_int8_matmul_rows(INT8_ROWS_ARGS) {

@@ -3,7 +3,10 @@
  * against their definitions:
  *  - clef_hadamard256_torch_f32 against H256 built from its definition (the Kronecker power
  *    of H4 over 16) in double: the products are exact, so the fp32 sums may differ from the
- *    double result only by fp32 accumulation error, |err| <= gamma_256 sum |x| / 16;
+ *    double result only by fp32 accumulation error, |err| <= gamma_256 sum |x| / 16; and bit
+ *    for bit the order hadamard.h states (two K-blocks of 128 summed in order from zero,
+ *    then added), spelled out here one output at a time, on every instruction-set level the
+ *    machine has (the kernel is vectorized over its outputs);
  *  - the butterfly (clef_fht256_f32) against the same double product: an output is built by
  *    4 stages of 3 fp32 additions (the halvings are exact), and every intermediate is a signed
  *    sum of inputs times 2^-stage, so |intermediate| <= sum |x| and |err| <= gamma_12 sum |x|;
@@ -17,6 +20,7 @@
  */
 #include "test.h"
 
+#include "backend/cpu/cpu_isa.h"
 #include "core/numeric.h"
 #include "quant/fp8.h"
 #include "quant/hadamard.h"
@@ -24,6 +28,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const int H4[4][4] = {{1, 1, 1, -1}, {1, 1, -1, 1}, {1, -1, 1, 1}, {-1, 1, 1, 1}};
 
@@ -37,6 +42,38 @@ static double h256(int k, int j) {
 static double gamma_n(int n) {
     double nu = n * ldexp(1.0, -24);
     return nu / (1 - nu);
+}
+
+/* The order hadamard.h states, one output at a time, with the exact products. */
+static void torch_order(const float *x, float *y) {
+    for (int j = 0; j < 256; j++) {
+        float sum = 0.0f;
+        for (int k0 = 0; k0 < 256; k0 += 128) {
+            float block = 0.0f;
+            for (int k = k0; k < k0 + 128; k++)
+                block += x[k] * (float)h256(k, j);
+            sum += block;
+        }
+        y[j] = sum;
+    }
+}
+
+static void check_torch_order(unsigned seed) {
+    srand(seed);
+    float x[256], want[256], got[256];
+    for (int k = 0; k < 256; k++)
+        x[k] = (float)((rand() / (double)RAND_MAX - 0.5) * ldexp(1.0, rand() % 40 - 20));
+    torch_order(x, want);
+    for (int level = CPU_ISA_SCALAR; level <= (int)cpu_isa_best(); level++) {
+        cpu_isa saved = cpu_isa_set_limit((cpu_isa)level);
+        clef_hadamard256_torch_f32(x, got);
+        int differ = 0;
+        for (int j = 0; j < 256; j++)
+            differ += memcmp(&want[j], &got[j], sizeof(float)) != 0;
+        CHECK_MSG(differ == 0, "seed %u, %s: dense rotation differs from torch's order in %d",
+                  seed, cpu_isa_name(cpu_isa_active()), differ);
+        cpu_isa_set_limit(saved);
+    }
 }
 
 static void check_rotation(unsigned seed) {
@@ -97,8 +134,10 @@ static void check_fp8_encode(void) {
 }
 
 int main(void) {
-    for (unsigned seed = 1; seed <= 20; seed++)
+    for (unsigned seed = 1; seed <= 20; seed++) {
         check_rotation(seed);
+        check_torch_order(seed);
+    }
     check_fp8_encode();
     return test_summary();
 }
