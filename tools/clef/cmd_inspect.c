@@ -37,7 +37,7 @@ typedef struct inspect_checks {
 static void usage(FILE *out) {
     fprintf(out,
             "usage: clef inspect DIR [--json] [--verify] [--allow-unknown]\n"
-            "                    [--device D [--profile resident|host-embed]]\n"
+            "                    [--device D [--profile resident|host-embed|24gb|16gb]]\n"
             "\n"
             "Check the Clef release in DIR the way loading it would (config.json,\n"
             "joint_head_config.json, the shard index or model.safetensors, every safetensors\n"
@@ -58,8 +58,9 @@ static void usage(FILE *out) {
             "                   context of 16384 tokens and report the device memory they\n"
             "                   hold: resident and peak, model and context (what `clef run\n"
             "                   --device D` holds); a device that cannot run it is a problem\n"
-            "  --profile P      with --device: the placement to measure, 'resident' (default)\n"
-            "                   or 'host-embed' (embed_tokens in host RAM)\n"
+            "  --profile P      with --device: the placement to measure, 'resident' (default),\n"
+            "                   'host-embed' (embed_tokens in host RAM), '24gb' or '16gb'\n"
+            "                   (those placements, refused past 24 / 16 GiB of device memory)\n"
             "  -h, --help       this text\n"
             "\n"
             "Exit status: 0 the release is sound, 1 a problem was found, 2 bad usage.\n");
@@ -416,7 +417,7 @@ int cmd_inspect(int argc, char **argv) {
             dev.device = argv[++i];
         } else if (!strcmp(argv[i], "--profile")) {
             if (i + 1 >= argc) {
-                fprintf(stderr, "clef inspect: --profile needs a value (resident, host-embed)\n\n");
+                fprintf(stderr, "clef inspect: --profile needs a value (resident, host-embed, 24gb, 16gb)\n\n");
                 usage(stderr);
                 return 2;
             }
