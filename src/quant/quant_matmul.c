@@ -137,24 +137,26 @@ static void tile_c(const float *xb, int64_t K, const float *const *w, int rows, 
 CPU_TARGET_AVX2 static void tile_avx2(const float *xb, int64_t K, const float *const *w,
                                       int rows, int blocks, float *tile) {
     (void)rows, (void)blocks; /* always 1 block */
-    __m256 acc[AVX2_ROWS][2];
-    for (int r = 0; r < AVX2_ROWS; r++)
-        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    /* named accumulators: with an array GCC stored all 12 to the stack on every k */
+    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00;
+    __m256 a30 = a00, a31 = a00, a40 = a00, a41 = a00, a50 = a00, a51 = a00;
     const float *w0 = w[0], *w1 = w[1], *w2 = w[2], *w3 = w[3], *w4 = w[4], *w5 = w[5];
     for (int64_t k = 0; k < K; k++) {
         const __m256 x0 = _mm256_loadu_ps(xb + k * TB), x1 = _mm256_loadu_ps(xb + k * TB + 8);
         __m256 b;
 #define AVX2_ROW(r, wr)                                                                        \
     b = _mm256_broadcast_ss(wr + k);                                                           \
-    acc[r][0] = _mm256_fmadd_ps(x0, b, acc[r][0]);                                             \
-    acc[r][1] = _mm256_fmadd_ps(x1, b, acc[r][1]);
+    a##r##0 = _mm256_fmadd_ps(x0, b, a##r##0);                                                 \
+    a##r##1 = _mm256_fmadd_ps(x1, b, a##r##1);
         AVX2_ROW(0, w0) AVX2_ROW(1, w1) AVX2_ROW(2, w2)
         AVX2_ROW(3, w3) AVX2_ROW(4, w4) AVX2_ROW(5, w5)
 #undef AVX2_ROW
     }
+    const __m256 out[AVX2_ROWS][2] = {{a00, a01}, {a10, a11}, {a20, a21},
+                                      {a30, a31}, {a40, a41}, {a50, a51}};
     for (int r = 0; r < AVX2_ROWS; r++) {
-        _mm256_storeu_ps(tile + r * TILE_TOKENS_MAX, acc[r][0]);
-        _mm256_storeu_ps(tile + r * TILE_TOKENS_MAX + 8, acc[r][1]);
+        _mm256_storeu_ps(tile + r * TILE_TOKENS_MAX, out[r][0]);
+        _mm256_storeu_ps(tile + r * TILE_TOKENS_MAX + 8, out[r][1]);
     }
 }
 
