@@ -192,6 +192,11 @@ typedef enum clef_profile {
     CLEF_PROFILE_HOST_EMBED = 1, /* as RESIDENT, but embed_tokens stays in host RAM: each
                                     forward gathers its tokens' rows there and copies only
                                     those to the device (vocab x hidden x 2 bytes less on it) */
+    CLEF_PROFILE_24GB = 2,       /* the NF4 27B release's "24gb" profile: RESIDENT's placement,
+                                    and the model's device memory plus each context's must stay
+                                    within 24 GiB: a load or context create past it is refused
+                                    (CLEF_ERR_OUT_OF_MEMORY, naming the bytes) */
+    CLEF_PROFILE_16GB = 3,       /* the "16gb" profile: HOST_EMBED's placement within 16 GiB */
 } clef_profile;
 
 typedef struct clef_model_params {
@@ -343,6 +348,19 @@ CLEF_API int clef_context_decide_result(clef_context *ctx, const char *request_j
 CLEF_API int clef_model_decide_result(clef_model *model, const char *request_json, size_t len,
                              clef_result **out);
 CLEF_API void clef_result_free(clef_result *result); /* accepts NULL */
+
+/* The last hidden state of a record decided on ctx: the backbone's output after its final
+ * norm (transformers' last_hidden_state), n_tokens x hidden_size fp32, row-major, one row per
+ * prompt token. `record` numbers the records of ctx's last backbone forward in order: after
+ * clef_context_decide or clef_context_decide_result it is 0; after clef_context_decide_batch,
+ * the records of its last packed forward. *n_tokens and *hidden_size (either may be NULL) get
+ * the shape; out (NULL: only the shape is asked) gets the values and must hold cap >= n_tokens
+ * x hidden_size floats. On a GPU the rows are copied to host memory. Valid until the next
+ * forward on ctx (a record refused before its forward runs none and leaves them). CLEF_OK; CLEF_ERR_INVALID_ARG (NULL ctx, cap too small); CLEF_ERR_MODEL_STATE
+ * (no such record: nothing decided yet, the record was refused before the forward, or the
+ * index is past the last forward's records). For evaluations (`clef eval`), not for serving. */
+CLEF_API int clef_context_hidden(const clef_context *ctx, size_t record, float *out, size_t cap,
+                                 int32_t *n_tokens, int32_t *hidden_size);
 
 /* ==== checking input without a model ===========================================================
  *

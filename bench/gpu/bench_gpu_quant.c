@@ -7,6 +7,9 @@
  *   bench_gpu_quant forward 9b|27b [layers] [runs] the whole backbone (random BF16 weights made
  *                                                  on the device, as bench_gpu_forward), then
  *                                                  its linears swapped for random quantized ones
+ *                                                  (CLEF_BENCH_PRECISIONS="bf16,fp8": only those)
+ *   bench_gpu_quant nf4mem 27b [tokens] [runs]     the NF4 27B's device memory under the 24gb
+ *                                                  and 16gb profiles (run_nf4_memory says how)
  *
  * Each time is the clef_matmul op as the model calls it (fp32 rows in, fp32 rows out): BF16
  * includes the rounding of x to bf16, FP8 and INT8 their activation quantizers and epilogues,
@@ -14,6 +17,9 @@
  * events on the backend's stream, median of reps after 3 warm-ups. TFLOP/s = 2 N K T / time.
  * Weights are random codes (never zeros) with scales that give N(0, 0.02)-sized values; speed
  * does not depend on the values (accuracy is tests/cuda/test_cuda_quant's business).
+ *
+ * FP8 runs on the fp8 tensor cores (clef_backend_cuda_set_fp8_tensor_cores), not the backend's
+ * default exact path; with CLEF_BENCH_FP8_EXACT=1 in the environment the default path is timed.
  *
  * Which linears each precision quantizes (the releases, docs/quant.md): FP8 the attention and
  * MLP linears (Gated DeltaNet projections stay BF16); INT8 ConvRot every linear except GDN
@@ -326,7 +332,10 @@ static int run_forward(clef_backend *be, int is27, int64_t n_layers, int runs) {
     const int max_lin = 12;
     clef_matrix *saved = malloc(sizeof(clef_matrix) * (size_t)(n_layers * max_lin));
     qmat *qm = calloc((size_t)(n_layers * max_lin), sizeof(qmat));
+    const char *only = getenv("CLEF_BENCH_PRECISIONS"); /* e.g. "bf16,fp8": the others skipped */
     for (int prec = 0; prec < P_COUNT; prec++) {
+        if (only && !strstr(only, prec_name[prec]))
+            continue;
         size_t lin_bytes = 0;
         for (int64_t i = 0; i < n_layers && st == CLEF_OK; i++) {
             clef_matrix *lin[12];
@@ -403,11 +412,87 @@ static int run_forward(clef_backend *be, int is27, int64_t n_layers, int runs) {
     return 0;
 }
 
+/* The NF4 27B release's device memory under its placement profiles: the whole 64-layer 27B
+ * loaded (BF16 zeros from the random source), every linear swapped for NF4 (random codes), a
+ * RunState for T tokens and forwards of T tokens. The device bytes are the backend's own
+ * counters minus what the release would not hold there: the BF16 linears (loaded only to be
+ * swapped out) and, for the 16gb profile, the embedding table (host RAM under it). The joint
+ * head's weights (a few MiB) are not loaded here. */
+static int run_nf4_memory(clef_backend *be, int64_t T, int runs) {
+    const int64_t n_layers = 64;
+    clef_layer_type *types = malloc(sizeof(clef_layer_type) * (size_t)n_layers);
+    clef_text_config cfg = config_27b(n_layers, types);
+    random_release rr = {.cfg = &cfg, .seed = 7};
+    clef_tensor_source src = {.ctx = &rr, .find = rr_find, .read = zero_matrix_read};
+    qwen35_model *m = NULL;
+    qwen35_state *state = NULL;
+    int st = qwen35_load(&cfg, &src, be, &m);
+    const int max_lin = 12;
+    qmat *qm = calloc((size_t)(n_layers * max_lin), sizeof(qmat));
+    size_t bf16_lin = 0, nf4_lin = 0;
+    for (int64_t i = 0; i < n_layers && st == CLEF_OK; i++) {
+        clef_matrix *lin[12];
+        int n = layer_linears(&m->w.layers[i], P_NF4, lin);
+        for (int j = 0; j < n && st == CLEF_OK; j++) {
+            qmat *q = &qm[i * max_lin + j];
+            bf16_lin += clef_matrix_bytes(lin[j]);
+            st = qm_make(be, P_NF4, lin[j]->rows, lin[j]->cols, 5000 + (uint64_t)(i * max_lin + j), q);
+            nf4_lin += q->bytes;
+            *lin[j] = q->m;
+            lin[j]->quant = &q->q;
+        }
+    }
+    qwen35_params p = qwen35_default_params();
+    p.max_seq_len = T, p.max_tokens = T;
+    if (st == CLEF_OK)
+        st = qwen35_state_create(m, be, &p, &state);
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)T);
+    for (int64_t i = 0; i < T; i++)
+        ids[i] = (int32_t)((i * 2654435761u) % (uint64_t)cfg.vocab_size);
+    double *times = malloc(sizeof(double) * (size_t)runs);
+    int64_t seq[2] = {0, T};
+    for (int r = -1; r < runs && st == CLEF_OK; r++) {
+        double a = bench_now_ms();
+        st = qwen35_forward(m, state, 1, seq, ids, NULL);
+        if (st == CLEF_OK)
+            st = clef_backend_synchronize(be);
+        if (r >= 0)
+            times[r] = bench_now_ms() - a;
+    }
+    if (st != CLEF_OK) {
+        fprintf(stderr, "nf4 memory bench: %s\n", clef_last_error());
+        return 1;
+    }
+    size_t resident = 0, peak = 0;
+    clef_backend_cuda_memory(be, &resident, &peak);
+    const size_t embed = clef_matrix_bytes(&m->w.embed), weights = qwen35_weight_bytes(m) - bf16_lin + nf4_lin;
+    const double G = 1073741824.0, ms = bench_median(times, runs);
+    printf("\n# NF4 27B (64 layers) on the device, 1 x %lld tokens, %.1f ms (median of %d); counters: resident %.2f "
+           "GiB, peak %.2f GiB, of which BF16 linears %.2f GiB (not a release's) and embed_tokens %.2f GiB\n\n",
+           (long long)T, ms, runs, resident / G, peak / G, bf16_lin / G, embed / G);
+    printf("| profile | weights on the device GiB (NF4 linears %.2f) | RunState GiB | peak GiB | budget GiB | fits |\n",
+           nf4_lin / G);
+    printf("|---|---|---|---|---|---|\n");
+    for (int prof = 0; prof < 2; prof++) {
+        const size_t off = bf16_lin + (prof ? embed : 0), w = weights - (prof ? embed : 0);
+        const double pk = (double)(peak - off) / G, budget = prof ? 16.0 : 24.0;
+        printf("| %s | %.2f | %.2f | %.2f | %.0f | %s |\n", prof ? "16gb" : "24gb", w / G,
+               qwen35_state_bytes(state) / G, pk, budget, pk <= budget ? "yes" : "NO");
+    }
+    qwen35_state_free(state);
+    for (int64_t i = 0; i < n_layers * max_lin; i++)
+        qm_free(be, &qm[i]);
+    qwen35_free(m);
+    free(types), free(ids), free(times), free(qm);
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    if (argc < 3 || (strcmp(argv[1], "gemm") && strcmp(argv[1], "forward")) ||
-        (strcmp(argv[2], "9b") && strcmp(argv[2], "27b"))) {
+    if (argc < 3 || (strcmp(argv[1], "gemm") && strcmp(argv[1], "forward") && strcmp(argv[1], "nf4mem")) ||
+        (strcmp(argv[2], "9b") && strcmp(argv[2], "27b")) || (!strcmp(argv[1], "nf4mem") && strcmp(argv[2], "27b"))) {
         fprintf(stderr, "usage: bench_gpu_quant gemm 9b|27b [reps]\n"
-                        "       bench_gpu_quant forward 9b|27b [layers] [runs]\n");
+                        "       bench_gpu_quant forward 9b|27b [layers] [runs]\n"
+                        "       bench_gpu_quant nf4mem 27b [tokens] [runs]\n");
         return 2;
     }
     if (clef_backend_cuda_device_count() == 0) {
@@ -421,12 +506,21 @@ int main(int argc, char **argv) {
         fprintf(stderr, "CUDA backend: %s\n", clef_last_error());
         return 1;
     }
+    /* FP8 on the fp8 tensor cores (the speed mode; the backend's default is the exact path at
+     * the BF16 rate, cuda_quant_fp8.cu); CLEF_BENCH_FP8_EXACT=1 times the default instead */
+    const char *fp8_exact = getenv("CLEF_BENCH_FP8_EXACT");
+    const int tensor_cores = !(fp8_exact && !strcmp(fp8_exact, "1"));
+    clef_backend_cuda_set_fp8_tensor_cores(be, tensor_cores);
+    printf("FP8 matmuls: %s\n", tensor_cores ? "fp8 tensor cores (clef_backend_cuda_set_fp8_tensor_cores)"
+                                              : "the exact path (bf16 tensor cores on the widened codes)");
     double ceiling = 0;
     if (clef_backend_cuda_gemm_ceiling(be, 8192, 8192, 8192, 20, &ceiling) == CLEF_OK)
         printf("cuBLASLt bf16 GEMM ceiling (8192^3, median of 20): %.0f TFLOP/s\n", ceiling);
     int rc;
     if (!strcmp(argv[1], "gemm"))
         rc = run_gemm(be, is27, argc > 3 ? atoi(argv[3]) : 10);
+    else if (!strcmp(argv[1], "nf4mem"))
+        rc = run_nf4_memory(be, argc > 3 ? atoll(argv[3]) : 2270, argc > 4 ? atoi(argv[4]) : 3);
     else
         rc = run_forward(be, is27, argc > 3 ? atoll(argv[3]) : (is27 ? 64 : 32), argc > 4 ? atoi(argv[4]) : 5);
     clef_backend_free(be);

@@ -8,17 +8,22 @@
 #
 #   bench/gpu/run_h200_quant.sh BIN_DIR LOG_DIR [steps]
 #
-# BIN_DIR holds test_cuda_quant, test_cuda_quant_model and bench_gpu_quant (built with
-# -DCLEF_CUDA=ON) and, optionally, lib/ (shared libraries the GPU machine lacks). Run from the
-# repository root (the model test reads the quantized fixture releases); peer_torch_quant.py
-# is found beside this script. steps: any of test model gemm9 peer9 gemm27 peer27 fwd9 fwd27
-# (default: all), each optionally with a time limit in seconds, e.g. test:120 (default 600).
-# fwd27 runs 16 of the 27B's 64 layers (identical layers: 4 x its time is the whole model's).
+# BIN_DIR holds test_cuda_quant, test_cuda_quant_model, test_cuda_quant_decide and
+# bench_gpu_quant (built with -DCLEF_CUDA=ON) and, optionally, lib/ (shared libraries the GPU
+# machine lacks), and for the eval step the clef CLI. Run from the repository root (the tests
+# read the quantized fixture releases); peer_torch_quant.py is found beside this script.
+# steps: any of test model decide gemm9 peer9 gemm27 peer27 fwd9 fwd27 fwd27x nf4mem eval
+# (default: all but fwd27x, nf4mem and eval), each optionally with a time limit in seconds, e.g. test:120
+# (default 600). decide: the 200 records of tests/quant/fixtures/decide per precision, GPU vs
+# CPU. fwd27 runs 16 of the 27B's 64 layers (identical layers: 4 x its time is the whole
+# model's), FP8 on the fp8 tensor cores; fwd27x FP8 alone on its default exact path. nf4mem:
+# the NF4 27B's device memory under the 24gb / 16gb profiles at 2,270 tokens.
+# eval: `clef eval --reference BF16 --device cuda` on the decide fixture releases.
 set -u -o pipefail
 BIN=$1
 LOG=$2
 shift 2
-STEPS=${*:-"test model gemm27 peer27 gemm9 peer9 fwd9 fwd27"}
+STEPS=${*:-"test model decide gemm27 peer27 gemm9 peer9 fwd9 fwd27"}
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$LOG"
 . "$HERE/gpu_env.sh"   # cuBLASLt on LD_LIBRARY_PATH, $LOG/gpu.txt
@@ -33,6 +38,13 @@ for step in $STEPS; do
   case $s in
     test) $T "$BIN/test_cuda_quant" 2>&1 | tee "$LOG/test_quant.log" | tail -n 45 ;;
     model) $T "$BIN/test_cuda_quant_model" 2>&1 | tee "$LOG/test_quant_model.log" | tail -n 30 ;;
+    decide) $T "$BIN/test_cuda_quant_decide" 2>&1 | tee "$LOG/test_quant_decide.log" | tail -n 30 ;;
+    fwd27x) CLEF_BENCH_FP8_EXACT=1 CLEF_BENCH_PRECISIONS=fp8 $T "$BIN/bench_gpu_quant" forward 27b 16 3 2>&1 |
+              tee "$LOG/fwd_27b_fp8exact.log" ;;
+    nf4mem) $T "$BIN/bench_gpu_quant" nf4mem 27b 2270 3 2>&1 | tee "$LOG/nf4mem_27b.log" ;;
+    eval) D=tests/quant/fixtures/decide
+          $T "$BIN/clef" eval --reference "$D/bf16" --device cuda "$D/nf4" "$D/fp8" "$D/int8" 2>&1 |
+            tee "$LOG/eval_cuda.log" ;;
     gemm9) $T "$BIN/bench_gpu_quant" gemm 9b 2>&1 | tee "$LOG/gemm_9b.log" ;;
     gemm27) $T "$BIN/bench_gpu_quant" gemm 27b 2>&1 | tee "$LOG/gemm_27b.log" ;;
     peer9) $T python3 "$HERE/peer_torch_quant.py" 9b 2>&1 | grep -v Warning | tee "$LOG/peer_9b.log" ;;

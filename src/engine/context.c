@@ -54,6 +54,9 @@ int clef_context_make(clef_model *m, const clef_context_params *params, clef_con
         st = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "clef_context_create: out of memory");
         goto err;
     }
+    /* the 24gb / 16gb profiles: refused here, never an out-of-memory failure mid-record */
+    if ((st = clef_profile_check(m, c, "clef_context_create")))
+        goto err;
     CLEF_LOG_I("context on '%s': %d tokens per forward, workspace %llu bytes", m->name,
                p.max_tokens, (unsigned long long)clef_context_workspace_bytes(c));
     *out = c;

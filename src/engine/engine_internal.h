@@ -72,6 +72,12 @@ struct clef_model {
     clef_context *default_ctx;      /* created by the first clef_model_decide* call */
 };
 
+/* The device bytes a placement profile allows (24 / 16 GiB), 0 for none. */
+uint64_t clef_profile_budget(clef_profile profile);
+/* CLEF_OK, or CLEF_ERR_OUT_OF_MEMORY (message prefixed by `what`) when the model's device memory
+ * plus c's (c may be NULL) exceeds m's profile budget. Always CLEF_OK on the CPU. */
+int clef_profile_check(const clef_model *m, const clef_context *c, const char *what);
+
 struct clef_context {
     clef_model *model;
     clef_context_params params;     /* with defaults filled in */
@@ -83,6 +89,9 @@ struct clef_context {
     int32_t *pos;                   /* (3, max_tokens) host staging of the batch's positions */
     int32_t *media_rows;            /* (max_tokens) batch rows of the media placeholders */
     vision_state *vision;           /* the tower's workspace, planned on the first image */
+    int64_t last_forward_records;   /* records of the last backbone forward whose output is
+                                       still in the state (rows seq_start[i]..seq_start[i+1]);
+                                       0 before any or after a failed one (clef_context_hidden) */
 };
 
 struct clef_prepared {

@@ -218,7 +218,8 @@ int clef_model_load(const char *dir, const clef_model_params *params, clef_model
     clef_model_params p = params ? *params : clef_model_default_params();
     if (p.n_threads < 0 || p.max_length < 0 || p.max_questions < 0 || p.max_options < 0 ||
         (p.truncation != CLEF_TRUNCATION_TRUNCATE && p.truncation != CLEF_TRUNCATION_REFUSE) ||
-        (p.profile != CLEF_PROFILE_RESIDENT && p.profile != CLEF_PROFILE_HOST_EMBED))
+        (p.profile != CLEF_PROFILE_RESIDENT && p.profile != CLEF_PROFILE_HOST_EMBED &&
+         p.profile != CLEF_PROFILE_24GB && p.profile != CLEF_PROFILE_16GB))
         return clef_fail(CLEF_ERR_INVALID_ARG, "clef_model_load: negative n_threads, "
                          "max_length, max_questions or max_options, or unknown truncation or "
                          "profile");
@@ -252,7 +253,7 @@ int clef_model_load(const char *dir, const clef_model_params *params, clef_model
     m->params.device = m->device;
     /* the host-embedding profile: the table on a CPU backend beside the device (on the CPU
      * itself every weight is host memory already) */
-    if (p.profile == CLEF_PROFILE_HOST_EMBED && strcmp(m->device, "cpu")) {
+    if ((p.profile == CLEF_PROFILE_HOST_EMBED || p.profile == CLEF_PROFILE_16GB) && strcmp(m->device, "cpu")) {
         clef_backend_params bp = clef_backend_default_params();
         bp.n_threads = p.n_threads;
         if ((st = clef_backend_cpu_create(&bp, &m->host_backend)))
@@ -304,6 +305,9 @@ int clef_model_load(const char *dir, const clef_model_params *params, clef_model
     }
     m->image_pixels = clef_image_pixels_default;
     if ((st = lm_open(&m->lm, m->release)))
+        goto err;
+    /* the 24gb / 16gb profiles: the weights alone must leave room for a context */
+    if ((st = clef_profile_check(m, NULL, "clef_model_load")))
         goto err;
 
     m->limits = clef_request_default_limits();
@@ -369,6 +373,37 @@ int clef_context_memory(const clef_context *c, clef_memory_info *out) {
     if (!c || !out)
         return clef_fail(CLEF_ERR_INVALID_ARG, "clef_context_memory: NULL argument");
     return memory_info(c->be, 0, out);
+}
+
+uint64_t clef_profile_budget(clef_profile profile) {
+    return profile == CLEF_PROFILE_24GB ? (uint64_t)24 << 30 : profile == CLEF_PROFILE_16GB ? (uint64_t)16 << 30 : 0;
+}
+
+int clef_profile_check(const clef_model *m, const clef_context *c, const char *what) {
+    const uint64_t budget = clef_profile_budget(m->params.profile);
+    if (!budget || !strcmp(m->device, "cpu"))
+        return CLEF_OK;
+    clef_memory_info mm = {0}, cm = {0};
+    int st = clef_model_memory(m, &mm);
+    if (st == CLEF_OK && c)
+        st = clef_context_memory(c, &cm);
+    if (st != CLEF_OK)
+        return st;
+    /* the matmul scratch the backend grows at the first forward of max_tokens rows, with the
+     * quarter of head room the CUDA backend's staging buffer grows by */
+    if (c) {
+        uint64_t scratch = qwen35_matmul_scratch_bytes(m->backbone, c->be, c->params.max_tokens);
+        cm.resident += scratch + scratch / 4;
+    }
+    if (mm.resident + cm.resident <= budget)
+        return CLEF_OK;
+    return clef_fail(CLEF_ERR_OUT_OF_MEMORY,
+                     "%s: profile %s allows %llu GiB of device memory; the model holds %.2f GiB%s%.2f GiB "
+                     "(a context for %d tokens, its matmul scratch included)%s",
+                     what, m->params.profile == CLEF_PROFILE_24GB ? "24gb" : "16gb",
+                     (unsigned long long)(budget >> 30), (double)mm.resident / (1 << 30), c ? " and the context " : "",
+                     c ? (double)cm.resident / (1 << 30) : 0.0, c ? c->params.max_tokens : 0,
+                     c ? ": lower max_length / max_tokens" : "");
 }
 
 uint64_t clef_model_workspace_bytes(const clef_model *m) {

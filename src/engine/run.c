@@ -97,6 +97,7 @@ int clef_engine_run(clef_context *c, clef_prepared *const *recs, size_t n, int *
     /* the images of the batch through the vision tower; their features replace the
      * placeholders' embeddings */
     qwen35_embeds embeds = {0};
+    c->last_forward_records = 0; /* the state's output is overwritten from here on */
     if (!st && with_media)
         st = clef_media_run(c, recs, n, &embeds);
     if (!st)
@@ -110,6 +111,7 @@ int clef_engine_run(clef_context *c, clef_prepared *const *recs, size_t n, int *
         }
         return st;
     }
+    c->last_forward_records = (int64_t)n;
     const int64_t D = qwen35_hidden_size(m->backbone);
     const float *hidden = qwen35_state_output(c->state);
     int first = CLEF_OK;

@@ -103,5 +103,8 @@ const float *qwen35_state_output(const qwen35_state *s);
 int64_t qwen35_hidden_size(const qwen35_model *m);
 size_t qwen35_weight_bytes(const qwen35_model *m);   /* backend bytes of all weights */
 size_t qwen35_state_bytes(const qwen35_state *s);    /* backend bytes of one RunState */
+/* The most matmul scratch one of the model's linears asks be for at T rows (the buffers a
+ * backend grows on first use, beyond the RunState; qwen35_scratch.c). */
+size_t qwen35_matmul_scratch_bytes(const qwen35_model *m, clef_backend *be, int64_t T);
 
 #endif /* CLEF_MODEL_QWEN35_H */

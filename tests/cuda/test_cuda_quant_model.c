@@ -8,9 +8,15 @@
  *    vs the library <= 1e-2. Where the GPU path's arithmetic differs from the CPU's, and by
  *    how much per linear: activations rounded to bf16 before every BF16 / NF4 GEMM (the NF4
  *    weights as bf16(code x absmax), bitsandbytes' bf16 model, against the CPU's fp32 product),
- *    FP8 as true W8A8 against the CPU's QDQ form (~2.6e-3 per linear, docs/quant.md), INT8's
+ *    FP8 as W8A8 summed in fp32 (the default exact path) against the CPU's QDQ form (equal in
+ *    fp32 to ~1e-7: scripts/cuda/fp8_gpu_sensitivity.py), INT8's
  *    butterfly rotation against the CPU's torch-order one (a code can move by one step; the
  *    exact mode is run too and printed), tensor-core attention in bf16 (docs/cuda.md);
+ *    Printed, not checked: FP8 on the fp8 tensor cores (clef_backend_cuda_set_fp8_tensor_cores,
+ *    the speed mode), whose ~14-bit partial sums move activations across e4m3 rounding
+ *    midpoints of the next layer's quantizer on this hidden-64 fixture: 1e-2 to 3e-2 from the
+ *    CPU on the 1- and 7-token records (run12; fp8_gpu_sensitivity.py reproduces it on a CPU
+ *    from that rounding alone), which is why it is not the default;
  *  - all records in one packed forward equal each record alone, bit for bit;
  *  - the weights stay quantized on the GPU: NF4 and FP8 resident below their BF16 source
  *    (bf16-single) on the same backend.
@@ -25,6 +31,7 @@
 #include "test.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static clef_backend *cpu, *gpu;
 
@@ -90,6 +97,16 @@ static size_t check_precision(const char *name) {
             clef_backend_cuda_set_attention_fp32(gpu, 1);
             CHECK_EQ_INT(run(&lg, 1, seq, r[i].ids, alone_fp32), CLEF_OK);
             clef_backend_cuda_set_attention_fp32(gpu, 0);
+            double e_tc = -1;
+            if (!strcmp(name, "fp8")) { /* the fp8 tensor cores: printed (the header says why) */
+                clef_backend_cuda_set_fp8_tensor_cores(gpu, 1);
+                CHECK_EQ_INT(run(&lg, 1, seq, r[i].ids, he), CLEF_OK);
+                clef_backend_cuda_set_fp8_tensor_cores(gpu, 0);
+                e_tc = rel_l2(he, hc, (size_t)(r[i].T * D));
+                clef_backend_cuda_set_convrot_exact(gpu, 1); /* he back to the INT8-exact run */
+                CHECK_EQ_INT(run(&lg, 1, seq, r[i].ids, he), CLEF_OK);
+                clef_backend_cuda_set_convrot_exact(gpu, 0);
+            }
             double e_att = rel_l2(alone_fp32, hc, (size_t)(r[i].T * D));
             double e_cpu = rel_l2(hg, hc, (size_t)(r[i].T * D)), e_exact = rel_l2(he, hc, (size_t)(r[i].T * D));
             for (int64_t j = 0; j < r[i].n_rows; j++)
@@ -99,8 +116,11 @@ static size_t check_precision(const char *name) {
                 memcpy(sel + j * D, hc + (int64_t)r[i].rows[j] * D, sizeof(float) * (size_t)D);
             double e_cpu_lib = rel_l2(sel, r[i].hidden, (size_t)(r[i].n_rows * D));
             printf("%-4s T=%4lld  GPU vs CPU rel L2 %.3g (INT8 exact rotation: %.3g, fp32 attention: %.3g)   GPU vs "
-                   "library %.3g   (CPU vs library %.3g)\n",
+                   "library %.3g   (CPU vs library %.3g)",
                    name, (long long)r[i].T, e_cpu, e_exact, e_att, e_lib, e_cpu_lib);
+            if (e_tc >= 0)
+                printf("   [fp8 tensor cores: GPU vs CPU %.3g, not checked]", e_tc);
+            printf("\n");
             CHECK_MSG(e_cpu <= 1e-2, "%s T=%lld: GPU vs CPU %.3g > 1e-2", name, (long long)r[i].T, e_cpu);
             CHECK_MSG(e_lib <= 1e-2, "%s T=%lld: GPU vs library %.3g > 1e-2", name, (long long)r[i].T, e_lib);
             memcpy(alone + off * D, hg, sizeof(float) * (size_t)(r[i].T * D));

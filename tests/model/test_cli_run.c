@@ -184,7 +184,7 @@ int main(int argc, char **argv) {
     free(out);
     free(err);
     CHECK_EQ_INT(run2("run --model demo/clef-demo --profile nope --record demo/record.json", &out, &err), 2);
-    CHECK_MSG(has(err, "--profile expects 'resident' or 'host-embed', got 'nope'"), "stderr: %s", err);
+    CHECK_MSG(has(err, "--profile expects 'resident', 'host-embed', '24gb' or '16gb', got 'nope'"), "stderr: %s", err);
     free(out);
     free(err);
     /* a device that cannot run here (no GPU, or no CUDA backend in this build): refused by the

@@ -116,12 +116,23 @@ static void check_host_embed_placement(void) {
 
 int main(void) {
     check_host_embed_placement();
-    {   /* the profile field: host-embed is accepted (the same as resident on the CPU) */
+    {   /* the profile field: host-embed, 24gb and 16gb are accepted (the same as resident on
+         * the CPU: the budgets hold device memory only) */
         clef_model_params mp = clef_model_default_params();
         mp.profile = CLEF_PROFILE_HOST_EMBED;
         clef_model *m = NULL;
         CHECK_EQ_INT(clef_model_load("demo/clef-demo", &mp, &m), CLEF_OK);
         clef_model_free(m);
+        const clef_profile budgets[] = {CLEF_PROFILE_24GB, CLEF_PROFILE_16GB};
+        for (int i = 0; i < 2; i++) {
+            mp.profile = budgets[i];
+            m = NULL;
+            CHECK_EQ_INT(clef_model_load("demo/clef-demo", &mp, &m), CLEF_OK);
+            clef_context *c = NULL;
+            CHECK_EQ_INT(m ? clef_context_create(m, NULL, &c) : CLEF_ERR_INTERNAL, CLEF_OK);
+            clef_context_free(c);
+            clef_model_free(m);
+        }
         mp.profile = (clef_profile)7;
         CHECK_EQ_INT(clef_model_load("demo/clef-demo", &mp, &m), CLEF_ERR_INVALID_ARG);
         CHECK(m == NULL);

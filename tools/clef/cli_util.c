@@ -122,8 +122,12 @@ int cli_parse_profile(const char *cmd, const char *name, clef_profile *out) {
         *out = CLEF_PROFILE_RESIDENT;
     else if (!strcmp(name, "host-embed"))
         *out = CLEF_PROFILE_HOST_EMBED;
+    else if (!strcmp(name, "24gb"))
+        *out = CLEF_PROFILE_24GB;
+    else if (!strcmp(name, "16gb"))
+        *out = CLEF_PROFILE_16GB;
     else {
-        fprintf(stderr, "clef %s: --profile expects 'resident' or 'host-embed', got '%s'\n", cmd,
+        fprintf(stderr, "clef %s: --profile expects 'resident', 'host-embed', '24gb' or '16gb', got '%s'\n", cmd,
                 name);
         return 2;
     }

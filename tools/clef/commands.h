@@ -6,6 +6,7 @@
 #ifndef CLEF_TOOLS_COMMANDS_H
 #define CLEF_TOOLS_COMMANDS_H
 
+int cmd_eval(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_run(int argc, char **argv);

@@ -14,6 +14,7 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
+    {"eval", cmd_eval, "compare releases with a reference: decisions, logits, hidden states"},
     {"inspect", cmd_inspect, "check a release directory and describe what it holds"},
     {"quantize", cmd_quantize, "make an NF4, FP8 or INT8 ConvRot release from a BF16 one"},
     {"run", cmd_run, "decide one record with a release and print the answer"},

@@ -301,13 +301,26 @@ extern "C" void clef_backend_cuda_set_fp8_epilogue(clef_backend *be, int on) {
         st->fp8_force_epilogue = on != 0;
 }
 
+extern "C" void clef_backend_cuda_set_fp8_tensor_cores(clef_backend *be, int on) {
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    if (st)
+        st->fp8_tensor_cores = on != 0;
+}
+
 extern "C" const char *clef_cuda_fp8_gemm_path(clef_backend *be) {
     cuda_quant_state *st = cuda_quant_state_of(be);
-    if (!st || (!st->fp8_outer_calls && !st->fp8_epilogue_calls))
+    if (!st)
         return "untried";
-    return st->fp8_outer_calls && st->fp8_epilogue_calls ? "outer-vector and epilogue"
-           : st->fp8_outer_calls                         ? "outer-vector"
-                                                         : "epilogue";
+    /* the paths taken so far, in a fixed order, " and "-joined (7 combinations) */
+    static const char *const names[8] = {"untried",
+                                         "exact",
+                                         "outer-vector",
+                                         "exact and outer-vector",
+                                         "epilogue",
+                                         "exact and epilogue",
+                                         "outer-vector and epilogue",
+                                         "exact, outer-vector and epilogue"};
+    return names[(st->fp8_exact_calls ? 1 : 0) | (st->fp8_outer_calls ? 2 : 0) | (st->fp8_epilogue_calls ? 4 : 0)];
 }
 
 /* ---- bench support ---------------------------------------------------------------------------- */

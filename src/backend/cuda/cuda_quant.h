@@ -7,14 +7,18 @@
  * clef_matmul on a quantized matrix (weights stay at their stored size in device memory):
  *  - FP8_E4M3 (W8A8): the fp32 activation rows are quantized per token to e4m3 by one kernel
  *    (compressed-tensors' dynamic quantizer in fp32, bit-identical to
- *    clef_fp8_quantize_tokens with CLEF_QUANT_ACT_F32), then cuBLASLt multiplies e4m3 x e4m3
+ *    clef_fp8_quantize_tokens with CLEF_QUANT_ACT_F32). By default the codes of both operands
+ *    are widened to bf16 (exactly) and a BF16 GEMM sums their products in fp32, then a kernel
+ *    scales: the CPU's W8A8 up to summation order. With clef_backend_cuda_set_fp8_tensor_cores
+ *    (for speed; ~14-bit partial sums, cuda_quant_fp8.cu says what that does to a model),
+ *    cuBLASLt multiplies e4m3 x e4m3
  *    with fp32 accumulation (no fast accumulation) and applies s_t x s_w[n] in its epilogue
  *    (outer-vector scaling, CUDA >= 12.9 on sm_90). For layouts cuBLASLt refuses that mode
  *    for, the product is written unscaled and a kernel applies acc * s_t * s_w (the CPU
  *    reference's order); for layouts it refuses altogether, a CUDA-core kernel sums the
  *    products in fp32, k ascending (clef_fp8_gemm_ref's bits); clef_cuda_fp8_gemm_path
- *    says which ran. This is true W8A8 arithmetic; the CPU
- *    backend runs compressed-tensors' QDQ form (docs/quant.md, "FP8: W8A8 or QDQ").
+ *    says which ran. Both are W8A8 arithmetic; the CPU backend runs compressed-tensors' QDQ
+ *    form (docs/quant.md, "FP8: W8A8 or QDQ"), which in fp32 equals W8A8 to ~1e-7.
  *  - INT8_CONVROT: one kernel per token rotates each 256-group (the fast Hadamard butterfly,
  *    bit-identical to clef_convrot_quantize_tokens_fast, or with
  *    clef_backend_cuda_set_convrot_exact the dense product in torch's summation order,
@@ -65,13 +69,19 @@ void clef_cuda_nf4_dequant_bf16(clef_backend *be, const clef_matrix *w, uint16_t
  * comfy-kitchen's rounding; slower), 0 (default): the butterfly. */
 void clef_backend_cuda_set_convrot_exact(clef_backend *be, int on);
 
-/* on = 1: FP8 matmuls take the epilogue path (unscaled fp32 product, then the scaling
+/* on = 1: FP8 matmuls run on the fp8 tensor cores (cuBLASLt e4m3 x e4m3: the FP8 rate, partial
+ * sums kept to ~14 bits); 0 (default): the exact path (codes widened to bf16, bf16 tensor
+ * cores with fp32 accumulation: the CPU reference's arithmetic, at the BF16 rate). */
+void clef_backend_cuda_set_fp8_tensor_cores(clef_backend *be, int on);
+
+/* on = 1: FP8 matmuls on the tensor cores take the epilogue path (unscaled fp32 product, then the scaling
  * kernel) even where cuBLASLt runs outer-vector scaling: for tests and benches. */
 void clef_backend_cuda_set_fp8_epilogue(clef_backend *be, int on);
 
-/* Which FP8 paths this backend's matmuls have taken so far: "outer-vector" (cuBLASLt applies
- * s_t x s_w), "epilogue" (an fp32 product and the scaling kernel: layouts cuBLASLt refuses
- * outer-vector scaling for, or forced), both, or "untried". */
+/* Which FP8 paths this backend's matmuls have taken so far: "exact" (the default path),
+ * "outer-vector" (fp8 tensor cores, cuBLASLt applies s_t x s_w), "epilogue" (fp8 tensor cores,
+ * an fp32 product and the scaling kernel: layouts cuBLASLt refuses outer-vector scaling for,
+ * or forced), those joined by "and" when several ran, or "untried". */
 const char *clef_cuda_fp8_gemm_path(clef_backend *be);
 
 /* Bench support: random codes of format t at dst (bytes of device memory), never NaN:

@@ -41,6 +41,8 @@ typedef struct cuda_quant_state {
     size_t scratch_bytes;
     int64_t fp8_outer_calls;  /* FP8 matmuls scaled by cuBLASLt (outer-vector) */
     int64_t fp8_epilogue_calls; /* ... by the epilogue kernel (refused layouts, or forced) */
+    int64_t fp8_exact_calls;  /* ... by the exact path (bf16 tensor cores on the widened codes) */
+    int fp8_tensor_cores;     /* clef_backend_cuda_set_fp8_tensor_cores (0: the exact path) */
     int fp8_force_epilogue;   /* clef_backend_cuda_set_fp8_epilogue */
     int convrot_exact;        /* clef_backend_cuda_set_convrot_exact */
     cudaEvent_t timer[2];     /* clef_cuda_timer_start / stop, made on first use */
