@@ -2,7 +2,7 @@
  * bench_quant_linear.c — the C side of bench/quant_linear: one linear y = x W^T of N outputs
  * and K inputs over T tokens, per weight format, with src/quant's CPU kernels split over
  * THREADS OpenMP threads by output-feature ranges (the way a backend's matmul would):
- *   nf4       NF4 double quant, weight rows decoded into per-thread panels (fp32 fmaf)
+ *   nf4       NF4 double quant, weight rows decoded into per-thread panels (fp32 FMA tiles)
  *   fp8       FP8 W8A8: per-token activation quantization, fp8 x fp8 -> fp32, scales after
  *   fp8_qdq   FP8 as compressed-tensors' forward computes it (codes multiplied back out)
  *   int8      INT8 ConvRot: butterfly rotation + per-token int8, int32 dots, scales after
@@ -15,6 +15,7 @@
  */
 #include "../bench_util.h"
 
+#include "backend/cpu/cpu_isa.h"
 #include "core/numeric.h"
 #include "quant/fp8.h"
 #include "quant/int8_convrot.h"
@@ -171,7 +172,8 @@ int main(int argc, char **argv) {
             ms[r] = bench_now_ms() - t0;
             cpu[r] = cpu_seconds() - c0;
         }
-        printf("{\"format\": \"%s\", \"ms\": %.3f, \"cpu_s\": %.4f}\n", format_name[f],
+        printf("{\"format\": \"%s\", \"isa\": \"%s\", \"ms\": %.3f, \"cpu_s\": %.4f}\n",
+               format_name[f], cpu_isa_name(cpu_isa_active()),
                bench_median(ms, runs), bench_median(cpu, runs));
         free(ms);
         free(cpu);

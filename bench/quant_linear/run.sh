@@ -5,7 +5,9 @@
 # same thread count. Default shape: an MLP up projection of the mid-size config (hidden 1024,
 # MLP 3584) over 1025 tokens. Each side: 1 warm-up, median of RUNS (wall ms and CPU seconds of
 # all threads — steadier than wall time when other jobs share the machine). Ours includes the
-# per-token activation quantization; the libraries run bf16 activations, we run fp32.
+# per-token activation quantization and packing; the libraries run bf16 activations, we run
+# fp32. Our kernels run the CPU's best level (CLEF_CPU_ISA=avx2 caps them; the table names
+# the level); ATEN_CPU_CAPABILITY=avx2 caps torch's.
 #   bench/quant_linear/run.sh [N=3584] [K=1024] [T=1025] [RUNS=5] [THREADS=nproc] [BUILD=build]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,12 +22,13 @@ import json, sys
 N, K, T, runs, threads = sys.argv[1:6]
 ours = {r["format"]: r for r in map(json.loads, sys.argv[6].splitlines())}
 peer = {r["format"]: r for r in map(json.loads, sys.argv[7].splitlines())}
-print(f"quant_linear: y = x W^T, N {N} x K {K}, {T} tokens, {threads} threads, median of {runs} (warm-up excluded)")
+isa = next(iter(ours.values())).get("isa", "?")
+print(f"quant_linear: y = x W^T, N {N} x K {K}, {T} tokens, {threads} threads, clef kernels {isa}, median of {runs} (warm-up excluded)")
 print(f"| {'format':<8} | {'clef (src/quant)':<22} | {'ms':>8} | {'CPU s':>6} | {'library CPU path':<38} | {'ms':>8} | {'CPU s':>6} | {'speed (wall)':>12} | {'speed (CPU)':>11} |")
 print(f"|{'-'*10}|{'-'*24}|{'-'*10}|{'-'*8}|{'-'*40}|{'-'*10}|{'-'*8}|{'-'*14}|{'-'*13}|")
-rows = (("nf4", "NF4 panel fmaf", "nf4", "bitsandbytes Linear4bit (bf16)"),
-        ("fp8", "FP8 W8A8", "fp8", "compressed-tensors FP8_DYNAMIC (bf16)"),
-        ("fp8_qdq", "FP8 QDQ", "fp8", "compressed-tensors FP8_DYNAMIC (bf16)"),
+rows = (("nf4", "NF4 fp32 FMA tiles", "nf4", "bitsandbytes Linear4bit (bf16)"),
+        ("fp8", "FP8 W8A8 fp32 tiles", "fp8", "compressed-tensors FP8_DYNAMIC (bf16)"),
+        ("fp8_qdq", "FP8 QDQ fp32 tiles", "fp8", "compressed-tensors FP8_DYNAMIC (bf16)"),
         ("int8", "INT8 ConvRot int32", "int8", "comfy-kitchen eager int8_linear"))
 for key, name, pkey, pname in rows:
     o, p = ours[key], peer[pkey]

@@ -1,8 +1,9 @@
 /*
  * qwen35_scratch.c — the matmul scratch a backbone forward of T rows can ask its backend for
  * beyond the RunState: the backend's own buffers that its matmuls grow on first use (the CUDA
- * backend's bf16 staging of x, the quantized formats' codes and dequantized copies), which a
- * RunState does not plan. The engine adds it to a context's device memory when a placement
+ * backend's bf16 staging of x), which a RunState does not plan. The quantized matrices'
+ * scratch is not counted here: the RunState plans it and the forward hands it to them
+ * (qwen35_state.c), so no backend buffer grows for them. The engine adds it to a context's device memory when a placement
  * profile holds the device to a budget (clef_profile_check), so the budget is checked before
  * a record runs, not discovered by an allocation failing in the middle of one.
  */
@@ -15,8 +16,8 @@ size_t qwen35_matmul_scratch_bytes(const qwen35_model *m, clef_backend *be, int6
         const clef_matrix *ws[] = {&L->mlp_gate, &L->mlp_up, &L->mlp_down, &L->in_qkv, &L->in_z, &L->in_b,
                                    &L->in_a, &L->out_proj, &L->q_proj, &L->k_proj, &L->v_proj, &L->o_proj};
         for (size_t j = 0; j < sizeof ws / sizeof *ws; j++) {
-            if (!ws[j]->data)
-                continue; /* the other mixer's matrices */
+            if (!ws[j]->data || ws[j]->quant)
+                continue; /* the other mixer's matrices; quantized ones: in the RunState */
             size_t b = clef_matmul_workspace_size(be, T, ws[j]);
             most = b > most ? b : most;
         }
