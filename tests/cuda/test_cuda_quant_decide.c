@@ -248,10 +248,13 @@ static void check_profiles(const json_value *records, int64_t max_length) {
                (unsigned long long)cmr.resident, (unsigned long long)cmr.peak, (unsigned long long)ms.resident,
                (unsigned long long)ms.peak, (unsigned long long)cms.resident, (unsigned long long)cms.peak);
     /* a context sized past the budget: its device bytes per token from two fresh contexts
-     * (1,024 and 4,096 tokens), then 20 GiB worth of tokens */
+     * (8,192 and 32,768 tokens), then 20 GiB worth of tokens. Both sizes are past the MLP's
+     * row chunk (QWEN35_MLP_ROWS, 4,096): below it the [T, intermediate] buffers grow with T
+     * and above it they do not, so a slope measured below it overstates the bytes per token
+     * of a large context. */
     if (st == CLEF_OK && !strcmp(QUANT_DECIDE_DEVICE, "cuda")) {
         clef_context_params p1 = clef_context_default_params(), p4 = p1;
-        p1.max_tokens = 1024, p4.max_tokens = 4096;
+        p1.max_tokens = 8192, p4.max_tokens = 32768;
         clef_context *c1 = NULL, *c4 = NULL;
         clef_memory_info m1 = {0}, m4 = {0};
         CHECK_EQ_INT(clef_context_create(small, &p1, &c1), CLEF_OK);
@@ -261,7 +264,7 @@ static void check_profiles(const json_value *records, int64_t max_length) {
             clef_context_memory(c4, &m4);
         }
         clef_context_free(c1), clef_context_free(c4);
-        double per_token = m4.resident > m1.resident ? (double)(m4.resident - m1.resident) / 3072.0 : 1.0;
+        double per_token = m4.resident > m1.resident ? (double)(m4.resident - m1.resident) / 24576.0 : 1.0;
         double want = 20.0 * 1073741824.0 / per_token;
         if (want < 2e9) {
             clef_context_params cp = clef_context_default_params();
