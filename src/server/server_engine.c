@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/strbuf.h"
 #include "encode/encode.h"
+#include "engine/engine_internal.h"
 #include "json/render.h"
 #include "tokenizer/tokenizer.h"
 
@@ -182,6 +183,21 @@ int server_engine_prepare(server_engine *e, const char *body, size_t len, clef_r
             status_reply(error, kind, st, clef_last_error());
         }
         clef_request_errors_free(&errors);
+        return st;
+    }
+    if (req->n_images || req->n_videos) {
+        /* The prompt's length depends on each image's processed size and each video's frames:
+         * the engine's own prepare step decodes them (again at run time: admission only needs
+         * the count, and keeping the pixels would hold up to 8 MiB of images per queued
+         * request). Its refusals (bad media, no vision tower, over the caps) answer here. */
+        clef_prepared *p = NULL;
+        clef_request_free(req);
+        st = clef_engine_prepare(e->model, kind, path_model, body, len, NULL, &p);
+        if (st)
+            status_reply(error, kind, st, clef_last_error());
+        else
+            *n_tokens = p->encoded.n_tokens;
+        clef_prepared_free(p);
         return st;
     }
     clef_encode_params ep = clef_encode_default_params();

@@ -69,6 +69,32 @@ class MainServer(unittest.TestCase):
             self.assertEqual(env["result"]["answers"], rec["answer"]["answers"])
             self.assertEqual(env["result"]["model"], "clef-flash")
 
+    def test_records_with_images_match_clef_run(self):
+        # the records with 1-4 images (data URLs) of the vision end-to-end fixture, on the demo
+        # release: the server answers exactly what `clef run` does. (The fixture's own answers
+        # were made with the test's processor pixel bounds, not the release's defaults that
+        # `clef serve` uses, so they are checked by test_vision_e2e / test_vision_cli instead.)
+        with open("tests/vision/fixtures/e2e_images.json") as f:
+            recs = json.load(f)["records"]
+        sent = 0
+        for rec in recs:
+            body = as_systemone(rec["request"], rec["request"]["model"])
+            if len(json.dumps(body)) > 200000:  # this server's --max-body-bytes
+                continue
+            status, _, data = self.srv.post("/v1/systemone", body)
+            try:
+                want = clef_run(CLEF, body, "--max-length", "2048", "--truncation", "truncate")
+            except RuntimeError as err:  # e.g. 4 images of 1,024 tokens each over max_length
+                self.assertIn("request too long", str(err), rec["name"])
+                self.assertEqual(status, 413, (rec["name"], data))  # refused alike
+                continue
+            self.assertEqual(status, 200, (rec["name"], data))
+            self.assertEqual(data, want, rec["name"])  # byte for byte what `clef run` prints
+            self.assertGreater(json.loads(data)["usage"]["vision_tokens"], 0, rec["name"])
+            sent += 1
+        print("records with images answered: %d of %d" % (sent, len(recs)))
+        self.assertGreaterEqual(sent, 2)  # the 1-image records; the others over 2,048 tokens
+
     def test_concurrent_requests_batch_and_match(self):
         # the light records (the two with many options cost far more head work than the rest)
         recs = [r for r in fixture_records() if r["name"] in ("demo_record", "one_noul",
@@ -155,7 +181,7 @@ class MainServer(unittest.TestCase):
                                         {"model": "clef", "state": 1, "questions": {"q": {"type": "noul"}}})
         self.assertEqual(status, 404)
         self.assertFalse(json.loads(data)["success"])
-        # images are not supported yet: a clear 422, not a 5xx
+        # an image that is not one (a PNG data URL of 3 bytes): a clear 422, not a 5xx
         status, _, data = self.srv.post("/v1/systemone", {"model": "m", "state": 1, "questions": {
             "q": {"type": "noul"}}, "images": ["data:image/png;base64,AAAA"]})
         self.assertEqual(status, 422, data)
