@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "media/base64.h"
+#include "media/data_url.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,21 +23,6 @@ static const char *format_name(clef_image_format f) {
     return "unknown";
 }
 
-static int ascii_lower(int c) {
-    return c >= 'A' && c <= 'Z' ? c + 32 : c;
-}
-
-/* s[0..len) starts with the lower-case ASCII prefix p, ignoring case. */
-static int has_prefix_ci(const char *s, size_t len, const char *p) {
-    size_t n = strlen(p);
-    if (len < n)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (ascii_lower((unsigned char)s[i]) != p[i])
-            return 0;
-    return 1;
-}
-
 int clef_image_content_type(const char *type, size_t len, const char *what,
                             clef_image_format *format) {
     static const struct {
@@ -46,7 +32,7 @@ int clef_image_content_type(const char *type, size_t len, const char *what,
                  {"image/jpeg", CLEF_IMAGE_JPEG},
                  {"image/webp", CLEF_IMAGE_WEBP}};
     for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
-        if (len == strlen(known[k].name) && has_prefix_ci(type, len, known[k].name)) {
+        if (len == strlen(known[k].name) && clef_has_prefix_ci(type, len, known[k].name)) {
             *format = known[k].format;
             return CLEF_OK;
         }
@@ -75,7 +61,7 @@ int clef_image_from_base64(const char *content_type, size_t type_len, const char
     if (!what)
         what = "image";
     memset(file, 0, sizeof *file);
-    clef_image_format format;
+    clef_image_format format = (clef_image_format)0;
     int st = clef_image_content_type(content_type, type_len, what, &format);
     if (st)
         return st;
@@ -120,30 +106,13 @@ int clef_image_from_data_url(const char *url, size_t len, const char *what,
     if (!what)
         what = "image";
     memset(file, 0, sizeof *file);
-    if (has_prefix_ci(url, len, "http:") || has_prefix_ci(url, len, "https:"))
-        return clef_fail(CLEF_ERR_REQUEST_INVALID,
-                         "%s: remote image URLs are refused (the engine never downloads); send "
-                         "a data URL or {content_type, base64}",
-                         what);
-    if (!has_prefix_ci(url, len, "data:"))
-        return clef_fail(CLEF_ERR_REQUEST_INVALID,
-                         "%s: not a data URL (expected 'data:image/<png|jpeg|webp>;base64,...')",
-                         what);
-    const char *type = url + 5;
-    size_t rest = len - 5;
-    const char *comma = memchr(type, ',', rest);
-    if (!comma)
-        return clef_fail(CLEF_ERR_REQUEST_INVALID, "%s: data URL has no ',' before its data",
-                         what);
-    size_t meta_len = (size_t)(comma - type);
-    static const char b64_suffix[] = ";base64";
-    size_t suffix_len = sizeof b64_suffix - 1;
-    if (meta_len < suffix_len ||
-        !has_prefix_ci(type + meta_len - suffix_len, suffix_len, b64_suffix))
-        return clef_fail(CLEF_ERR_REQUEST_INVALID,
-                         "%s: data URL is not base64 (expected ';base64,' before the data)", what);
-    return clef_image_from_base64(type, meta_len - suffix_len, comma + 1,
-                                  rest - meta_len - 1, what, file);
+    const char *type, *b64;
+    size_t type_len, b64_len;
+    int st = clef_data_url_split(url, len, what, "image", "data:image/<png|jpeg|webp>;base64,...",
+                                 &type, &type_len, &b64, &b64_len);
+    if (st)
+        return st;
+    return clef_image_from_base64(type, type_len, b64, b64_len, what, file);
 }
 
 void clef_image_file_free(clef_image_file *file) {
