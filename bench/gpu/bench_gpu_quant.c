@@ -355,6 +355,16 @@ static int run_forward(clef_backend *be, int is27, int64_t n_layers, int runs) {
         }
         if (st == CLEF_OK)
             st = clef_backend_synchronize(be);
+        /* plan the run state for the linears now in place: its scratch is sized for their
+         * quantized matmuls (qwen35_state.c), and the matmuls write that much into it. A
+         * state planned for the BF16 model had only the mixers' scratch, which the FP8 exact
+         * path overran at 8,192 / 12,016 rows into the next buffer's size header (the
+         * nonsense resident/peak of run13's last line). */
+        if (st == CLEF_OK) {
+            qwen35_state_free(state);
+            state = NULL;
+            st = qwen35_state_create(m, be, &p, &state);
+        }
         for (int c = 0; c < 5 && st == CLEF_OK; c++) {
             const int64_t ns = cases[c][0], T = cases[c][1];
             int64_t seq[9];

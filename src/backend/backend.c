@@ -78,6 +78,11 @@ void clef_backend_host_free(clef_backend *be, void *ptr) {
         free(ptr);
 }
 
+int clef_backend_write_async(clef_backend *be, void *dst, const void *host_src, size_t bytes) {
+    return be->ops->write_async ? be->ops->write_async(be, dst, host_src, bytes)
+                                : be->ops->write(be, dst, host_src, bytes);
+}
+
 int clef_backend_supports_format(clef_backend *be, clef_wtype t) {
     if (!clef_wtype_get_traits(t))
         return 0;

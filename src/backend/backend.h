@@ -310,6 +310,12 @@ typedef struct clef_backend_ops {
     int (*memory)(clef_backend *be, clef_backend_memory_info *out);
     void *(*host_alloc)(clef_backend *be, size_t bytes);
     void (*host_free)(clef_backend *be, void *ptr);
+
+    /* write_async (optional, NULL: write): queue the copy of bytes from host_src, host
+     * staging memory of host_alloc, to dst in the handle's order and return before it is
+     * done, so the caller can fill another staging buffer meanwhile. host_src must stay
+     * unchanged until synchronize returns (the weight loader alternates two buffers). */
+    int (*write_async)(clef_backend *be, void *dst, const void *host_src, size_t bytes);
 } clef_backend_ops;
 
 struct clef_backend {
@@ -357,6 +363,8 @@ int clef_backend_memory(clef_backend *be, clef_backend_memory_info *out);
  * NULL). Falls back to malloc / free. */
 void *clef_backend_host_alloc(clef_backend *be, size_t bytes);
 void clef_backend_host_free(clef_backend *be, void *ptr);
+/* write_async where the backend has it, else write (see the op's comment). */
+int clef_backend_write_async(clef_backend *be, void *dst, const void *host_src, size_t bytes);
 
 /* 1 if be runs matrices of type t (see supports_format). */
 int clef_backend_supports_format(clef_backend *be, clef_wtype t);

@@ -44,6 +44,13 @@ typedef struct qwen35_weights {
     qwen35_layer *layers;       /* (n_layers) */
 } qwen35_weights;
 
+/* A run of whole sequences the token mixers take in one call: rows [r0, r0 + n) of the
+ * batch; seqs' offsets count from r0. */
+typedef struct qwen35_group {
+    int64_t r0, n;
+    clef_seqs seqs;
+} qwen35_group;
+
 /* A RunState: every buffer one forward writes, planned at creation for (N, Tm). */
 struct qwen35_state {
     const qwen35_model *model;  /* the weights it runs (read-only) */
@@ -52,16 +59,22 @@ struct qwen35_state {
     clef_buffer_set buffers;    /* every backend buffer below */
     int32_t *ids;               /* (N) token ids of the forward */
     int32_t *pos;               /* (3, N) T/H/W positions of the rows */
-    int32_t *seq_start;         /* (N + 1) sequence offsets, for device kernels (clef_seqs) */
+    int32_t *seq_start;         /* (2N) each mixer group's sequence offsets from its first row,
+                                   back to back, for device kernels (clef_seqs) */
     float *h;                   /* (N, D) residual stream */
     float *xn;                  /* (N, D) normed input of a mixer / MLP */
-    float *out;                 /* (N, D) final-norm hidden states: the output */
-    float *work;                /* the mixer's or the MLP's buffers, in turn (qwen35_work_floats) */
+    float *out;                 /* (N, D) final-norm hidden states: the output; the same buffer
+                                   as xn (the final norm is the last thing written) */
+    float *work;                /* the mixer's or the MLP's buffers, in turn, for at most
+                                   mixer_rows rows (qwen35_work_floats) */
+    int64_t mixer_rows;         /* G: the most rows one mixer call runs over (qwen35_mixer_rows) */
     float *rope_cos, *rope_sin; /* (N, rot) per row of the forward, from pos */
-    void *scratch;              /* max of the GDN and attention workspaces at Tm and the
-                                   quantized matmuls' at N */
+    void *scratch;              /* max of the GDN and attention workspaces for G rows of
+                                   sequences of at most Tm, and the quantized matmuls' at G */
     int32_t *host_pos;          /* (3, N) host staging of text positions */
-    int32_t *host_start;        /* (N + 1) host staging of the int32 offsets */
+    int32_t *host_start;        /* (2N) host staging of the int32 group offsets (seq_start) */
+    int64_t *group_start;       /* (2N) the same offsets as int64, the host's copy */
+    qwen35_group *groups;       /* (N) the mixer groups of the last forward */
     clef_backend *embed_be;     /* a fork of the model's embed_be (host embedding), or NULL */
     float *embed_stage;         /* (QWEN35_EMBED_CHUNK, D) host rows gathered there, then
                                    copied to h (clef_backend_host_alloc of be: pinned) */
@@ -90,7 +103,18 @@ struct qwen35_model {
  * do not grow with the batch (a 12k-token batch of the 27B would need 1.7 GB for them). */
 #define QWEN35_MLP_ROWS 4096
 
-/* Floats of RunState.work for forwards of up to N rows (qwen35_state.c). */
-size_t qwen35_work_floats(const clef_text_config *c, int64_t N);
+/* The token mixers (GDN, attention) run over groups of whole sequences of at most this many
+ * rows when the batch is larger (and its sequences allow: a group holds at least one whole
+ * sequence), so their per-token buffers are planned for a group, not for the whole batch
+ * (12,016 rows of the 27B need 1.0 GiB for them, 8,192 rows 0.7 GiB). */
+#define QWEN35_MIXER_ROWS 8192
+
+/* G, the most rows one mixer call takes for a state planned with params p: max_seq_len, or
+ * QWEN35_MIXER_ROWS when the batch may be larger than both (qwen35_state.c). */
+int64_t qwen35_mixer_rows(const qwen35_params *p);
+
+/* Floats of RunState.work for mixer calls of up to G rows (and MLP chunks of at most
+ * QWEN35_MLP_ROWS of them; qwen35_state.c). */
+size_t qwen35_work_floats(const clef_text_config *c, int64_t G);
 
 #endif /* CLEF_MODEL_QWEN35_INTERNAL_H */

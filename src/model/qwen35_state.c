@@ -2,6 +2,9 @@
  * qwen35_state.c — the RunState of the Qwen3.5 backbone: every buffer one forward writes,
  * planned once for (max_tokens, max_seq_len) on the backend (fork) of one context, so the
  * forward never allocates and several states can run over one model's weights at once.
+ * Per-token buffers: the residual stream h and the normed input xn for all max_tokens rows
+ * (the output is written over xn); the mixers' and the MLP's buffers for one mixer group of
+ * G = qwen35_mixer_rows rows (the forward runs the mixers group by group).
  */
 #include "model/qwen35_internal.h"
 
@@ -16,26 +19,34 @@ qwen35_params qwen35_default_params(void) {
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-/* Floats of the work region for N rows: the largest of the MLP's (QWEN35_MLP_ROWS rows at a
- * time), the GDN's and the attention's buffers (they are used in turn, never at once).
- * qwen35_forward.c carves it the same way. */
-size_t qwen35_work_floats(const clef_text_config *c, int64_t N) {
+int64_t qwen35_mixer_rows(const qwen35_params *p) {
+    const int64_t most = p->max_tokens < QWEN35_MIXER_ROWS ? p->max_tokens : QWEN35_MIXER_ROWS;
+    return max64(p->max_seq_len, most);
+}
+
+/* Floats of the work region for mixer calls of G rows: the largest of the MLP's
+ * (QWEN35_MLP_ROWS rows at a time), the GDN's and the attention's buffers (they are used in
+ * turn, never at once). qwen35_forward.c carves it the same way; the GDN's output gate z is
+ * projected after the delta rule, into the conv output it has consumed, so it takes no room
+ * of its own. */
+size_t qwen35_work_floats(const clef_text_config *c, int64_t G) {
     const int64_t Hv = c->linear_num_value_heads, Vd = Hv * c->linear_value_head_dim;
     const int64_t Cc = 2 * c->linear_num_key_heads * c->linear_key_head_dim + Vd;
     const int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, d = c->head_dim;
-    const int64_t mlp_rows = N < QWEN35_MLP_ROWS ? N : QWEN35_MLP_ROWS;
+    const int64_t mlp_rows = G < QWEN35_MLP_ROWS ? G : QWEN35_MLP_ROWS;
     int64_t mlp = mlp_rows * 2 * c->intermediate_size;
-    int64_t gdn = N * (Cc /* P, then o */ + Cc /* conv */ + Vd /* z */ + 4 * Hv /* a, b, g, beta */);
-    int64_t attn = N * (Hq * 2 * d /* q|gate */ + 2 * Hkv * d /* k, v */ + Hq * d /* o */);
+    int64_t gdn = G * (Cc /* P, then o */ + Cc /* conv, then z */ + 4 * Hv /* a, b, g, beta */);
+    int64_t attn = G * (Hq * 2 * d /* q|gate */ + 2 * Hkv * d /* k, v */ + Hq * d /* o */);
     return (size_t)max64(mlp, max64(gdn, attn));
 }
 
 /* Scratch of the token-mixing ops: the larger of the delta rule's and the attention's, each
- * asked for packed sequences of at most Tm rows. */
-static size_t mixer_scratch_bytes(const qwen35_model *m, clef_backend *be, const qwen35_params *p) {
+ * asked for G rows of packed sequences of at most Tm rows. */
+static size_t mixer_scratch_bytes(const qwen35_model *m, clef_backend *be, const qwen35_params *p,
+                                  int64_t G) {
     const clef_text_config *c = &m->cfg;
-    const clef_seqs shape = {.n_seqs = p->max_tokens, .max_len = p->max_seq_len};
-    clef_gdn_args ga = {.T = p->max_tokens, .n_k_heads = c->linear_num_key_heads,
+    const clef_seqs shape = {.n_seqs = G, .max_len = p->max_seq_len};
+    clef_gdn_args ga = {.T = G, .n_k_heads = c->linear_num_key_heads,
                         .n_v_heads = c->linear_num_value_heads, .dk = c->linear_key_head_dim,
                         .dv = c->linear_value_head_dim,
                         .ldq = c->linear_num_key_heads * c->linear_key_head_dim,
@@ -44,7 +55,7 @@ static size_t mixer_scratch_bytes(const qwen35_model *m, clef_backend *be, const
                         .ldo = c->linear_num_value_heads * c->linear_value_head_dim,
                         .mode = p->gdn_mode, .seqs = &shape};
     const int64_t d = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
-    clef_attention_args aa = {.n_q = p->max_tokens, .n_kv = p->max_tokens, .n_q_heads = Hq,
+    clef_attention_args aa = {.n_q = G, .n_kv = G, .n_q_heads = Hq,
                               .n_kv_heads = Hkv, .head_dim = d, .ldq = Hq * 2 * d,
                               .q_head_stride = 2 * d, .ldk = Hkv * d, .k_head_stride = d,
                               .ldv = Hkv * d, .v_head_stride = d, .ldo = Hq * d,
@@ -54,9 +65,10 @@ static size_t mixer_scratch_bytes(const qwen35_model *m, clef_backend *be, const
 }
 
 /* Scratch of the quantized matmuls (NF4, FP8, INT8 ConvRot): the backend's answer for the
- * largest of the layers' quantized matrices at Tm rows (0 for a BF16 model). The forward
+ * largest of the layers' quantized matrices at G rows (no matmul takes more: the mixers run
+ * over at most G rows, the MLP over at most QWEN35_MLP_ROWS <= G or all of a smaller batch) (0 for a BF16 model). The forward
  * hands it to those matmuls only (qwen35_forward.c), so no call allocates its own. */
-static size_t quant_matmul_scratch_bytes(const qwen35_model *m, clef_backend *be, int64_t Tm) {
+static size_t quant_matmul_scratch_bytes(const qwen35_model *m, clef_backend *be, int64_t G) {
     size_t most = 0;
     for (int64_t l = 0; l < m->cfg.num_hidden_layers; l++) {
         const qwen35_layer *L = &m->w.layers[l];
@@ -65,7 +77,7 @@ static size_t quant_matmul_scratch_bytes(const qwen35_model *m, clef_backend *be
                                      &L->q_proj,   &L->k_proj, &L->v_proj,   &L->o_proj};
         for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
             if (mats[i]->quant) {
-                size_t b = clef_matmul_workspace_size(be, Tm, mats[i]);
+                size_t b = clef_matmul_workspace_size(be, G, mats[i]);
                 most = b > most ? b : most;
             }
     }
@@ -99,10 +111,11 @@ int qwen35_state_create(const qwen35_model *m, clef_backend *be, const qwen35_pa
     s->params = p;
     s->buffers = clef_buffer_set_init(be);
     const int64_t N = p.max_tokens, D = m->cfg.hidden_size, rot = m->rot_dims;
+    const int64_t G = s->mixer_rows = qwen35_mixer_rows(&p);
     const size_t f = sizeof(float), i32 = sizeof(int32_t);
     /* one scratch for the ops that take one, used in turn */
-    size_t scratch_bytes = mixer_scratch_bytes(m, be, &p);
-    size_t quant_bytes = quant_matmul_scratch_bytes(m, be, N);
+    size_t scratch_bytes = mixer_scratch_bytes(m, be, &p, G);
+    size_t quant_bytes = quant_matmul_scratch_bytes(m, be, G);
     if (quant_bytes > scratch_bytes)
         scratch_bytes = quant_bytes;
     struct {
@@ -111,11 +124,10 @@ int qwen35_state_create(const qwen35_model *m, clef_backend *be, const qwen35_pa
     } plan[] = {
         {(void **)&s->ids, i32 * (size_t)N},
         {(void **)&s->pos, i32 * (size_t)(3 * N)},
-        {(void **)&s->seq_start, i32 * (size_t)(N + 1)},
+        {(void **)&s->seq_start, i32 * (size_t)(2 * N)},
         {(void **)&s->h, f * (size_t)(N * D)},
         {(void **)&s->xn, f * (size_t)(N * D)},
-        {(void **)&s->out, f * (size_t)(N * D)},
-        {(void **)&s->work, f * qwen35_work_floats(&m->cfg, N)},
+        {(void **)&s->work, f * qwen35_work_floats(&m->cfg, G)},
         {(void **)&s->rope_cos, f * (size_t)(N * rot)},
         {(void **)&s->rope_sin, f * (size_t)(N * rot)},
         {&s->scratch, scratch_bytes},
@@ -131,8 +143,11 @@ int qwen35_state_create(const qwen35_model *m, clef_backend *be, const qwen35_pa
         }
         s->bytes += plan[i].bytes;
     }
+    s->out = s->xn; /* read after the forward, when no mixer or MLP input is left to keep */
     s->host_pos = malloc(i32 * (size_t)(3 * N));
-    s->host_start = malloc(i32 * (size_t)(N + 1));
+    s->host_start = malloc(i32 * (size_t)(2 * N));
+    s->group_start = malloc(sizeof(int64_t) * (size_t)(2 * N));
+    s->groups = malloc(sizeof(qwen35_group) * (size_t)N);
     s->host_segs = malloc(sizeof(clef_segment) * (size_t)N);
     if (m->embed_be) { /* host embedding: a fork to gather on, pinned rows to copy from */
         if ((st = clef_backend_fork(m->embed_be, &s->embed_be)))
@@ -140,7 +155,7 @@ int qwen35_state_create(const qwen35_model *m, clef_backend *be, const qwen35_pa
         s->embed_stage = clef_backend_host_alloc(
             be, sizeof(float) * (size_t)QWEN35_EMBED_CHUNK * (size_t)m->cfg.hidden_size);
     }
-    if (!s->host_pos || !s->host_start || !s->host_segs || (m->embed_be && !s->embed_stage)) {
+    if (!s->host_pos || !s->host_start || !s->group_start || !s->groups || !s->host_segs || (m->embed_be && !s->embed_stage)) {
         st = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "qwen35 state: out of memory");
         goto err;
     }
@@ -160,6 +175,8 @@ void qwen35_state_free(qwen35_state *s) {
     clef_backend_free(s->embed_be);
     free(s->host_pos);
     free(s->host_start);
+    free(s->group_start);
+    free(s->groups);
     free(s->host_segs);
     free(s);
 }

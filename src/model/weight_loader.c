@@ -3,8 +3,12 @@
  *
  * Staging: a tensor's bytes come from the source in pieces of at most
  * staging_limit (CLEF_WEIGHT_STAGING_BYTES; a whole number of format blocks, or of elements for vectors) into
- * one host buffer reused for every tensor (the backend's host staging memory: page-locked on
- * a GPU), and each piece goes to its final backend buffer with clef_backend_write. Matrices
+ * two host buffers used in turn for every tensor (the backend's host staging memory:
+ * page-locked on a GPU), and each piece of a matrix goes to its final backend buffer with
+ * clef_backend_write_async: the GPU copies piece k out of one buffer while the source reads
+ * piece k + 1 into the other (reading from the page cache and the DMA overlap instead of
+ * adding up). Before a copy is queued, the one before it has finished (synchronize), so the
+ * buffer read next is never one a copy still reads. Matrices
  * are written in their stored format to a buffer of the owner's set, then offered to the
  * backend's prepare step; when every part of the matrix has a prepared form, the stored
  * buffer is released at once (the peak is one stored matrix).
@@ -32,12 +36,19 @@ clef_weight_loader clef_weight_loader_init(clef_backend *be, const clef_tensor_s
     return L;
 }
 
-void clef_weight_loader_free(clef_weight_loader *L) {
-    if (L->staging)
-        clef_backend_host_free(L->be, L->staging);
-    L->staging = NULL;
+/* Frees both staging buffers once no queued copy reads them. */
+static void free_staging(clef_weight_loader *L) {
+    if ((L->staging[0] || L->staging[1]) && L->be)
+        (void)clef_backend_synchronize(L->be); /* a failed copy was reported by its write */
+    for (int i = 0; i < 2; i++) {
+        if (L->staging[i])
+            clef_backend_host_free(L->be, L->staging[i]);
+        L->staging[i] = NULL;
+    }
     L->staging_bytes = 0;
 }
+
+void clef_weight_loader_free(clef_weight_loader *L) { free_staging(L); }
 
 int clef_scalar_kind_of_dtype(clef_dtype dtype, clef_scalar_kind *out) {
     switch (dtype) {
@@ -85,28 +96,34 @@ int clef_weight_find(clef_weight_loader *L, const char *name, int n_dims, const 
     return CLEF_OK;
 }
 
-/* The staging buffer is the backend's host staging memory (page-locked on a GPU, so each
+/* The staging buffers are the backend's host staging memory (page-locked on a GPU, so each
  * piece is read from the file straight into memory the device DMAs from; malloc on the CPU).
- * Its old contents never matter, so growing it is a free and a new allocation. */
-static int ensure_staging(clef_weight_loader *L, size_t bytes) {
-    if (bytes <= L->staging_bytes)
+ * Their old contents never matter, so growing them is a free (after the last copy) and new
+ * allocations: n of them (2: pieces in turn; 1: whole tensors, see stream_tensor). */
+static int ensure_staging(clef_weight_loader *L, size_t bytes, int n) {
+    if (bytes <= L->staging_bytes && (n == 1 || L->staging[1]))
         return CLEF_OK;
-    clef_backend_host_free(L->be, L->staging);
-    L->staging = NULL;
-    L->staging_bytes = 0;
-    void *p = clef_backend_host_alloc(L->be, bytes);
-    if (!p)
-        return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "%s%sno memory for a %zu-byte staging buffer",
-                         who(L), who_sep(L), bytes);
-    L->staging = p;
+    if (bytes < L->staging_bytes)
+        bytes = L->staging_bytes;
+    free_staging(L);
+    for (int i = 0; i < n; i++)
+        if (!(L->staging[i] = clef_backend_host_alloc(L->be, bytes))) {
+            free_staging(L);
+            return clef_fail(CLEF_ERR_OUT_OF_MEMORY, "%s%sno memory for %d %zu-byte staging "
+                             "buffer(s)", who(L), who_sep(L), n, bytes);
+        }
     L->staging_bytes = bytes;
+    L->staging_next = 0;
     return CLEF_OK;
 }
 
 /* Called for each staged piece: bytes [offset, offset + n) of the tensor at `piece`. */
 typedef int (*piece_fn)(void *user, const void *piece, uint64_t offset, size_t n);
 
-/* Bring t's bytes through the staging buffer in pieces that are whole multiples of unit. */
+/* Bring t's bytes through the staging buffers in pieces that are whole multiples of unit. A
+ * source without read_range gives whole tensors: one buffer of the largest, and each piece's
+ * copy finished before the next tensor is read into it (a second buffer of that size would
+ * double the host memory of a load for nothing). */
 static int stream_tensor(clef_weight_loader *L, const clef_tensor_info *t, size_t unit,
                          piece_fn fn, void *user) {
     const uint64_t total = t->n_bytes;
@@ -115,16 +132,25 @@ static int stream_tensor(clef_weight_loader *L, const clef_tensor_info *t, size_
     uint64_t piece = L->staging_limit / unit * unit;
     if (!L->src->read_range || piece == 0 || piece > total)
         piece = total;
-    int st = ensure_staging(L, piece ? (size_t)piece : 1);
+    /* pieces: both buffers at the limit at once (growing pinned memory tensor by tensor would
+     * free and allocate it again and again) */
+    const int two = L->src->read_range != NULL;
+    size_t want = two && L->staging_limit > piece ? L->staging_limit : (size_t)piece;
+    int st = ensure_staging(L, want ? want : 1, two ? 2 : 1);
     if (st)
         return st;
     for (uint64_t off = 0; off < total; off += piece) {
         size_t n = (size_t)(total - off < piece ? total - off : piece);
-        st = L->src->read_range ? L->src->read_range(L->src->ctx, t, off, n, L->staging)
-                                : L->src->read(L->src->ctx, t, L->staging);
+        /* no copy reads this buffer now: only the last piece's can still run, from the other */
+        void *buf = L->staging[two ? L->staging_next : 0];
+        L->staging_next ^= two;
+        st = L->src->read_range ? L->src->read_range(L->src->ctx, t, off, n, buf)
+                                : L->src->read(L->src->ctx, t, buf);
         if (st)
             return clef_fail_prefix(st, "%s%sreading tensor '%s'", who(L), who_sep(L), t->name);
-        if ((st = fn(user, L->staging, off, n)))
+        if ((st = fn(user, buf, off, n)))
+            return st;
+        if (!two && (st = clef_backend_synchronize(L->be)))
             return st;
     }
     return CLEF_OK;
@@ -137,9 +163,12 @@ typedef struct write_target {
     char *dst;
 } write_target;
 
+/* Queue the piece's copy once the previous one (out of the other staging buffer, which the
+ * next piece is read into) has finished. */
 static int write_piece(void *user, const void *piece, uint64_t offset, size_t n) {
     write_target *w = user;
-    return clef_backend_write(w->be, w->dst + offset, piece, n);
+    int st = clef_backend_synchronize(w->be);
+    return st ? st : clef_backend_write_async(w->be, w->dst + offset, piece, n);
 }
 
 /* A quantized matrix from the plug point; its buffers stay (prepared forms are added). */

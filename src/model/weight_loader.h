@@ -6,9 +6,10 @@
  * For each tensor, in order: present; shape as the config says (message: expected vs got);
  * dtype allowed for its role; format run by the backend (CLEF_ERR_UNSUPPORTED naming the
  * tensor, the format and the backend otherwise); bytes = shape x format. Then the bytes go
- * through a bounded host staging buffer (CLEF_WEIGHT_STAGING_BYTES at most, reused for every
- * tensor) and the backend's write, never by writing backend memory from the host, so the same
- * loader serves a CPU and a GPU backend. Matrices keep their stored format and then pass the
+ * through two bounded host staging buffers (CLEF_WEIGHT_STAGING_BYTES at most each, reused for
+ * every tensor: a piece is read into one while the backend copies the previous piece out of
+ * the other, clef_backend_write_async) and the backend's write, never by writing backend
+ * memory from the host, so the same loader serves a CPU and a GPU backend. Matrices keep their stored format and then pass the
  * backend's prepare step (clef_backend_prepare_matrix: the CPU pre-packs its GEMM panels, a
  * GPU packs on upload), except lookup tables (clef_weight_load_table); vectors (norms,
  * biases, conv taps, gate parameters) become fp32 through the one dtype conversion of
@@ -33,8 +34,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Largest host staging buffer the loader holds (bytes). Sources without read_range stage a
- * whole tensor instead. */
+/* Largest host staging buffer the loader holds (bytes; it holds two). Sources without
+ * read_range stage a whole tensor instead. */
 #define CLEF_WEIGHT_STAGING_BYTES ((size_t)64 << 20)
 
 typedef struct clef_weight_loader clef_weight_loader;
@@ -60,9 +61,10 @@ struct clef_weight_loader {
     const char *config_name;    /* who set the expected shapes: "config", "joint_head_config.json" */
     size_t bytes;               /* backend bytes of the weights placed so far */
     size_t staging_limit;       /* largest staged piece: CLEF_WEIGHT_STAGING_BYTES from init */
-    void *staging;              /* host staging buffer (clef_backend_host_alloc: pinned on a
-                                   GPU), grown on demand, freed by _free */
-    size_t staging_bytes;
+    void *staging[2];           /* host staging buffers (clef_backend_host_alloc: pinned on a
+                                   GPU), used in turn, grown on demand, freed by _free */
+    size_t staging_bytes;       /* the size of each */
+    int staging_next;           /* the one the next piece is read into */
     clef_weight_quant_fn load_quantized; /* NULL: only plain formats (others: TENSOR_DTYPE) */
     void *load_quantized_ctx;
 };
@@ -70,7 +72,8 @@ struct clef_weight_loader {
 clef_weight_loader clef_weight_loader_init(clef_backend *be, const clef_tensor_source *src,
                                            clef_buffer_set *buffers, const char *owner,
                                            const char *name_prefix, const char *config_name);
-void clef_weight_loader_free(clef_weight_loader *L); /* the staging buffer; accepts a zeroed L */
+/* Waits for the last queued copy, then frees the staging buffers; accepts a zeroed L. */
+void clef_weight_loader_free(clef_weight_loader *L);
 
 /* The scalar kind of a stored float dtype (F32, BF16, F16, F8_E4M3): 1 and *out set, else 0. */
 int clef_scalar_kind_of_dtype(clef_dtype dtype, clef_scalar_kind *out);

@@ -5,6 +5,8 @@
  * transformers fp32 on the F16 weights), lengths 1 to 2,100.
  *  - each record alone: last hidden state, relative L2 error over the stored rows <= 1e-5
  *  - all records of a config in one batch of mixed lengths: bit-identical to alone
+ *  - the records repeated past QWEN35_MIXER_ROWS rows, so the token mixers run over several
+ *    groups of whole records (qwen35_forward.c): bit-identical to alone
  *  - the recurrent delta rule (reference) gives the same parity as the chunked one
  *  - refusals: too long, token id outside the vocabulary, missing tensor, wrong shape
  * The fixtures are real Clef releases, opened with the release reader (clef_release_open) and
@@ -14,6 +16,7 @@
 #include "backbone_records.h"
 #include "clef.h"
 #include "model/qwen35.h"
+#include "model/qwen35_internal.h" /* QWEN35_MIXER_ROWS */
 #include "test.h"
 
 #include <math.h>
@@ -115,6 +118,43 @@ static void check_config(const char *name, clef_backend *be) {
             CHECK_EQ_INT(qwen35_forward(m, s2, fx.n, seq, ids, pos), CLEF_OK);
             CHECK_MSG(memcmp(qwen35_state_output(s2), alone, sizeof(float) * (size_t)(total * D)) == 0,
                       "%s: batch with explicit text positions differs from the records alone", name);
+            /* the records over and over past QWEN35_MIXER_ROWS rows, on a state planned for
+             * all of them with max_seq_len max_T: the mixers run over groups of whole records
+             * of at most QWEN35_MIXER_ROWS rows (the state plans their buffers for one group,
+             * not for the batch); each copy identical to the records alone. One config is
+             * enough: the grouping is the forward's, whatever the shapes. */
+            if (!strcmp(name, "a_pattern")) {
+                const int64_t reps = QWEN35_MIXER_ROWS / total + 2, big = reps * total;
+                int64_t *bseq = malloc(sizeof(int64_t) * (size_t)(reps * fx.n + 1));
+                int32_t *bids = malloc(sizeof(int32_t) * (size_t)big);
+                bseq[0] = 0;
+                for (int64_t c = 0; c < reps; c++) {
+                    memcpy(bids + c * total, ids, sizeof(int32_t) * (size_t)total);
+                    for (int64_t i = 0; i < fx.n; i++)
+                        bseq[c * fx.n + i + 1] = c * total + seq[i + 1];
+                }
+                qwen35_params pb = p;
+                pb.max_tokens = big;
+                qwen35_state *s3 = NULL;
+                CHECK_EQ_INT(qwen35_state_create(m, be, &pb, &s3), CLEF_OK);
+                CHECK_MSG(s3 && s3->mixer_rows == QWEN35_MIXER_ROWS && big > s3->mixer_rows,
+                          "%s: a state for %lld rows of records of at most %lld plans mixer groups "
+                          "of %lld rows", name, (long long)big, (long long)max_T,
+                          s3 ? (long long)s3->mixer_rows : -1LL);
+                CHECK_EQ_INT(qwen35_forward(m, s3, reps * fx.n, bseq, bids, NULL), CLEF_OK);
+                int same = s3 != NULL;
+                for (int64_t c = 0; c < reps && same; c++)
+                    same = memcmp(qwen35_state_output(s3) + c * total * D, alone,
+                                  sizeof(float) * (size_t)(total * D)) == 0;
+                CHECK_MSG(same, "%s: %lld copies of the records (%lld rows, mixer groups of at most "
+                          "%d) differ from the records alone", name, (long long)reps,
+                          (long long)big, QWEN35_MIXER_ROWS);
+                printf("%-13s %lld copies of the records, %lld rows in mixer groups of at most %d: "
+                       "%s\n", name, (long long)reps, (long long)big, QWEN35_MIXER_ROWS,
+                       same ? "identical to alone" : "DIFFERENT");
+                qwen35_state_free(s3);
+                free(bseq), free(bids);
+            }
             /* refusals */
             int64_t too_long[2] = {0, max_T + 1};
             CHECK_EQ_INT(qwen35_forward(m, s, 1, too_long, ids, NULL), CLEF_ERR_REQUEST_TOO_LONG);

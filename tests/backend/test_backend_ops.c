@@ -989,6 +989,9 @@ static const struct {
     {SLOT(host_alloc), "host staging memory, no computation: every weight load stages "
                        "through it (weight_loader.c), so every model test uses it"},
     {SLOT(host_free), "the release of host_alloc's memory (as host_alloc)"},
+    {SLOT(write_async), "a copy, no computation (NULL on the CPU, where write is taken): every "
+                        "GPU weight load queues its pieces through it (weight_loader.c), so "
+                        "every CUDA model test checks what it copied"},
 };
 
 /* Every op slot (after the memory functions, which every case uses) has a case. */

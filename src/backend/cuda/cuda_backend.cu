@@ -157,6 +157,7 @@ static const clef_backend_ops cuda_ops = {
     .memory = cuda_memory_query,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
+    .write_async = cuda_write_async,
 };
 
 extern "C" int clef_backend_cuda_device_count(void) {

@@ -88,6 +88,7 @@ void cuda_account(clef_backend *be, ptrdiff_t delta);
 int cuda_memory_query(clef_backend *be, clef_backend_memory_info *out);
 void *cuda_host_alloc(clef_backend *be, size_t bytes);
 void cuda_host_free(clef_backend *be, void *ptr);
+int cuda_write_async(clef_backend *be, void *dst, const void *host_src, size_t bytes);
 
 /* cuda_matmul.cu */
 void cuda_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
