@@ -8,12 +8,14 @@
  * The release is one make_load_release.py writes (the Clef-flash 9B shapes, BF16). Steps:
  *  1. the release's files in the page cache: the share of their pages resident (mincore)
  *     before and after one sequential read of every file (the warm-up);
- *  2. the floors of the load's three stages, each alone over the bytes a load reads (every
- *     text., head. and vision. tensor; lm_head's rows are read per record, never loaded):
- *     reading them from the page cache in 64 MiB pieces as the loader does
- *     (clef_release_read_threads into page-locked staging), checking them for NaN/Inf
+ *  2. the floors of the load's stages over the bytes a load reads (every text., head. and
+ *     vision. tensor; lm_head's rows are read per record, never loaded): reading them from
+ *     the page cache as the loader does (clef_release_read_threads into page-locked staging,
+ *     64 MiB pieces, and 128 MiB for comparison), checking them for NaN/Inf
  *     (clef_count_nonfinite, one thread), copying 64 MiB pieces from page-locked memory to
- *     the device (clef_backend_write);
+ *     the device (clef_backend_write); then reading and copying together, the copy of each
+ *     piece waited for before the next read (the loader before two buffers) and overlapped
+ *     with it (the loader's schedule now);
  *  3. `loads` timed loads: clef_model_load(device) (release validated, tokenizer, backbone,
  *     head and vision tower placed) then clef_context_create for 12,016 tokens of records of
  *     at most 8,192 (the run state bench_gpu_forward plans), to a model ready to decide.
@@ -106,6 +108,38 @@ static int loaded_tensor(const clef_tensor_info *t) {
     return !strncmp(t->name, "text.", 5) || !strncmp(t->name, "head.", 5) || !strncmp(t->name, "vision.", 7);
 }
 
+/* One pass over the loaded tensors in pieces of `piece` bytes read with
+ * clef_release_read_threads into stage (2 x PIECE bytes); with be, each piece then copied to
+ * dev (PIECE bytes; later pieces overwrite earlier ones): overlap 0 waits for each copy
+ * before the next read (clef_backend_write), overlap 1 reads each piece into the other half
+ * of stage while the last one is copied (synchronize, then clef_backend_write_async, as the
+ * weight loader does). Seconds; *st a status. */
+static double read_pass(const clef_release *rel, char *stage, size_t piece, clef_backend *be, void *dev,
+                        int overlap, int *st) {
+    double t = bench_now_s();
+    int half = 0;
+    for (size_t i = 0; i < clef_release_tensor_count(rel) && *st == CLEF_OK; i++) {
+        const clef_tensor_info *ti = clef_release_tensor_at(rel, i);
+        if (!loaded_tensor(ti))
+            continue;
+        for (uint64_t off = 0; off < ti->n_bytes && *st == CLEF_OK; off += piece) {
+            clef_tensor_info part = *ti;
+            char *buf = stage + (overlap ? (size_t)half * PIECE : 0);
+            part.offset = ti->offset + off;
+            part.n_bytes = ti->n_bytes - off < piece ? ti->n_bytes - off : piece;
+            *st = clef_release_read_threads(rel, &part, buf, 0);
+            if (*st == CLEF_OK && be && !overlap)
+                *st = clef_backend_write(be, dev, buf, (size_t)part.n_bytes);
+            if (*st == CLEF_OK && be && overlap && (*st = clef_backend_synchronize(be)) == CLEF_OK)
+                *st = clef_backend_write_async(be, dev, buf, (size_t)part.n_bytes);
+            half ^= 1;
+        }
+    }
+    if (be && *st == CLEF_OK)
+        *st = clef_backend_synchronize(be);
+    return bench_now_s() - t;
+}
+
 typedef struct progress_state {
     int next_tenth;
     double t0;
@@ -187,28 +221,20 @@ int main(int argc, char **argv) {
         fprintf(stderr, "backend: %s\n", clef_last_error());
         return 1;
     }
-    char *stage = clef_backend_host_alloc(be, PIECE);
+    char *stage = clef_backend_host_alloc(be, 2 * PIECE);
     void *dev = clef_backend_alloc(be, PIECE);
     if (!stage || !dev) {
         fprintf(stderr, "floors: no memory for a 64 MiB staging / device buffer\n");
         return 1;
     }
-    double t = bench_now_s();
     int st = CLEF_OK;
-    for (size_t i = 0; i < clef_release_tensor_count(rel) && st == CLEF_OK; i++) {
-        const clef_tensor_info *ti = clef_release_tensor_at(rel, i);
-        if (!loaded_tensor(ti))
-            continue;
-        for (uint64_t off = 0; off < ti->n_bytes && st == CLEF_OK; off += PIECE) {
-            clef_tensor_info part = *ti;
-            part.offset = ti->offset + off;
-            part.n_bytes = ti->n_bytes - off < PIECE ? ti->n_bytes - off : PIECE;
-            st = clef_release_read_threads(rel, &part, stage, 0);
-        }
-    }
-    const double read_s = bench_now_s() - t;
+    double read_s[2] = {0, 0}, pipe_s[2] = {0, 0};
+    for (int v = 0; v < 2 && st == CLEF_OK; v++) /* 64 MiB pieces (8 threads), 128 MiB (16) */
+        read_s[v] = read_pass(rel, stage, v ? 2 * PIECE : PIECE, NULL, NULL, 0, &st);
+    for (int v = 0; v < 2 && st == CLEF_OK; v++) /* read + copy: in turn, then overlapped */
+        pipe_s[v] = read_pass(rel, stage, PIECE, be, dev, v, &st);
     memset(stage, 0x3c, PIECE); /* finite bf16 values: the whole scan runs */
-    t = bench_now_s();
+    double t = bench_now_s();
     uint64_t first = 0, bad = 0;
     int nan = 0, reps = 16;
     for (int r = 0; r < reps; r++)
@@ -225,9 +251,14 @@ int main(int argc, char **argv) {
     clef_backend_release(be, dev);
     clef_backend_host_free(be, stage);
     clef_backend_free(be); /* the CUDA context stays: the loads below do not pay for it */
-    printf("\nstage floors, each alone:\n\n| stage | GB/s |\n|---|---|\n");
+    printf("\nstage floors (over the loaded tensors; check and copy over a 64 MiB buffer):\n\n| stage | GB/s |\n|---|---|\n");
     printf("| read the loaded tensors from the page cache (64 MiB pieces, clef_release_read_threads: "
-           "8 MiB per thread) | %.1f |\n", load_bytes / 1e9 / read_s);
+           "8 MiB per thread) | %.1f |\n", load_bytes / 1e9 / read_s[0]);
+    printf("| the same in 128 MiB pieces (16 threads) | %.1f |\n", load_bytes / 1e9 / read_s[1]);
+    printf("| read + copy to the device, 64 MiB pieces, each copy waited for before the next read "
+           "(one staging buffer) | %.1f |\n", load_bytes / 1e9 / pipe_s[0]);
+    printf("| read + copy, two staging buffers: piece k+1 read while piece k is copied "
+           "(clef_backend_write_async; the loader's schedule) | %.1f |\n", load_bytes / 1e9 / pipe_s[1]);
     printf("| NaN/Inf check (clef_count_nonfinite, BF16, 1 thread; the load runs it on the read's threads) | %.1f |\n",
            reps * (double)PIECE / 1e9 / check_s);
     printf("| copy 64 MiB pieces to the %s (page-locked source, clef_backend_write) | %.1f |\n", device,
