@@ -70,6 +70,15 @@ int clef_backend_cuda_gemm_ceiling(clef_backend *be, int64_t m, int64_t n, int64
 int clef_backend_cuda_profile(clef_backend *be, int on);
 int clef_backend_cuda_profile_report(clef_backend *be, FILE *out, double runs);
 
+/* The choice of cuBLASLt algorithm for BF16 layouts (cuda_matmul.cu): on = 1 (the default),
+ * the first matmul of each new layout times the heuristic's candidates at 2,048 rows and keeps
+ * the fastest (the heuristic's first unless another is 2% faster); 0: the heuristic's first,
+ * untimed. Either way one algorithm per layout, whatever the row count, so a row's result
+ * does not depend on the batch around it. Set before the first matmul; forks inherit it.
+ * The report prints a markdown table of the timed layouts (bench support). */
+void clef_backend_cuda_set_gemm_tuning(clef_backend *be, int on);
+void clef_backend_cuda_gemm_tuning_report(clef_backend *be, FILE *out);
+
 #ifdef __cplusplus
 }
 #endif

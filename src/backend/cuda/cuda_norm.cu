@@ -5,6 +5,13 @@
  * barrier. Sums in fp32 trees (the CPU sums in double: both are far inside 1e-5 relative of
  * the exact value for the row lengths of these models).
  * Formulas and rounding order as the CPU reference (cpu_norm.c, cpu_elementwise.c).
+ *
+ * RMSNorm and gated RMSNorm feed matmuls (the input and post-attention norms the layer's
+ * projections, the gated norm out_proj): when their output rows are contiguous and the
+ * backend's bf16 staging has room, the kernel also writes each value's bf16 rounding there
+ * and the staging is marked as holding those rows (cuda_staging_claim, cuda_matmul.cu), so
+ * the next BF16 matmul on them converts nothing. The fp32 output is written as before: a
+ * quantized matmul, the residual and the head read it.
  */
 #include "backend/cuda/cuda_internal.cuh"
 
@@ -53,31 +60,41 @@ __device__ float block_max(float v) {
 
 __device__ __forceinline__ float silu_f(float x) { return x / (1.0f + expf(-x)); }
 
+/* yb: NULL, or the bf16 staging of y's rows (contiguous, dim apart) */
 __global__ void k_rmsnorm(int64_t dim, const float *x, int64_t ldx, const float *w, float eps, int add_one, float *y,
-                          int64_t ldy) {
+                          int64_t ldy, __nv_bfloat16 *yb) {
     const float *xr = x + (int64_t)blockIdx.x * ldx;
     float *yr = y + (int64_t)blockIdx.x * ldy;
+    __nv_bfloat16 *ybr = yb ? yb + (int64_t)blockIdx.x * dim : NULL;
     float ss = 0.0f;
     for (int64_t i = threadIdx.x; i < dim; i += NORM_THREADS)
         ss += xr[i] * xr[i];
     float s = 1.0f / sqrtf(block_sum(ss) / (float)dim + eps);
     for (int64_t i = threadIdx.x; i < dim; i += NORM_THREADS) {
         float n = xr[i] * s;
-        yr[i] = w ? n * (add_one ? 1.0f + w[i] : w[i]) : n;
+        n = w ? n * (add_one ? 1.0f + w[i] : w[i]) : n;
+        yr[i] = n;
+        if (ybr)
+            ybr[i] = __float2bfloat16_rn(n);
     }
 }
 
 __global__ void k_rmsnorm_gated(int64_t dim, const float *x, int64_t ldx, const float *z, int64_t ldz, const float *w,
-                                float eps, float *y, int64_t ldy) {
+                                float eps, float *y, int64_t ldy, __nv_bfloat16 *yb) {
     const float *xr = x + (int64_t)blockIdx.x * ldx;
     const float *zr = z + (int64_t)blockIdx.x * ldz;
     float *yr = y + (int64_t)blockIdx.x * ldy;
+    __nv_bfloat16 *ybr = yb ? yb + (int64_t)blockIdx.x * dim : NULL;
     float ss = 0.0f;
     for (int64_t i = threadIdx.x; i < dim; i += NORM_THREADS)
         ss += xr[i] * xr[i];
     float s = 1.0f / sqrtf(block_sum(ss) / (float)dim + eps);
-    for (int64_t i = threadIdx.x; i < dim; i += NORM_THREADS)
-        yr[i] = (w[i] * (xr[i] * s)) * silu_f(zr[i]);
+    for (int64_t i = threadIdx.x; i < dim; i += NORM_THREADS) {
+        const float v = (w[i] * (xr[i] * s)) * silu_f(zr[i]);
+        yr[i] = v;
+        if (ybr)
+            ybr[i] = __float2bfloat16_rn(v);
+    }
 }
 
 __global__ void k_layernorm(int64_t dim, const float *x, int64_t ldx, const float *w, const float *b, float eps,
@@ -129,62 +146,83 @@ __device__ __forceinline__ float warp_sum_all(float v) {
 
 /* k_rmsnorm / k_rmsnorm_gated with one warp per row (rows of at most NORM_WARP_DIM). */
 __global__ void k_rmsnorm_warp(int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *w, float eps,
-                               int add_one, float *y, int64_t ldy) {
+                               int add_one, float *y, int64_t ldy, __nv_bfloat16 *yb) {
     const int64_t r = (int64_t)blockIdx.x * NORM_WARP_ROWS + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (r >= rows)
         return;
     const float *xr = x + r * ldx;
     float *yr = y + r * ldy;
+    __nv_bfloat16 *ybr = yb ? yb + r * dim : NULL;
     float ss = 0.0f;
     for (int64_t i = lane; i < dim; i += 32)
         ss += xr[i] * xr[i];
     float s = 1.0f / sqrtf(warp_sum_all(ss) / (float)dim + eps);
     for (int64_t i = lane; i < dim; i += 32) {
         float n = xr[i] * s;
-        yr[i] = w ? n * (add_one ? 1.0f + w[i] : w[i]) : n;
+        n = w ? n * (add_one ? 1.0f + w[i] : w[i]) : n;
+        yr[i] = n;
+        if (ybr)
+            ybr[i] = __float2bfloat16_rn(n);
     }
 }
 
 __global__ void k_rmsnorm_gated_warp(int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *z,
-                                     int64_t ldz, const float *w, float eps, float *y, int64_t ldy) {
+                                     int64_t ldz, const float *w, float eps, float *y, int64_t ldy, __nv_bfloat16 *yb) {
     const int64_t r = (int64_t)blockIdx.x * NORM_WARP_ROWS + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (r >= rows)
         return;
     const float *xr = x + r * ldx, *zr = z + r * ldz;
     float *yr = y + r * ldy;
+    __nv_bfloat16 *ybr = yb ? yb + r * dim : NULL;
     float ss = 0.0f;
     for (int64_t i = lane; i < dim; i += 32)
         ss += xr[i] * xr[i];
     float s = 1.0f / sqrtf(warp_sum_all(ss) / (float)dim + eps);
-    for (int64_t i = lane; i < dim; i += 32)
-        yr[i] = (w[i] * (xr[i] * s)) * silu_f(zr[i]);
+    for (int64_t i = lane; i < dim; i += 32) {
+        const float v = (w[i] * (xr[i] * s)) * silu_f(zr[i]);
+        yr[i] = v;
+        if (ybr)
+            ybr[i] = __float2bfloat16_rn(v);
+    }
 }
 
 /* Rows run as a grid of up to 2^31-1 blocks: every model's row count fits. */
+/* Contiguous output rows: also into the bf16 staging, when it has room (see the header). */
+static __nv_bfloat16 *staging_for(clef_backend *be, int64_t rows, int64_t dim, int64_t ldy) {
+    return ldy == dim ? cuda_staging_claim(be, rows * dim) : NULL;
+}
+
 void cuda_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *w, float eps,
                   int add_one, float *y, int64_t ldy) {
     if (cuda_ctx(be)->status != CLEF_OK || rows <= 0)
         return;
+    __nv_bfloat16 *yb = staging_for(be, rows, dim, ldy);
     if (dim <= NORM_WARP_DIM)
-        k_rmsnorm_warp<<<cuda_blocks(rows, NORM_WARP_ROWS), NORM_THREADS, 0, cuda_ctx(be)->stream>>>(rows, dim, x, ldx, w,
-                                                                                                   eps, add_one, y, ldy);
+        k_rmsnorm_warp<<<cuda_blocks(rows, NORM_WARP_ROWS), NORM_THREADS, 0, cuda_ctx(be)->stream>>>(
+            rows, dim, x, ldx, w, eps, add_one, y, ldy, yb);
     else
-        k_rmsnorm<<<(unsigned)rows, NORM_THREADS, 0, cuda_ctx(be)->stream>>>(dim, x, ldx, w, eps, add_one, y, ldy);
+        k_rmsnorm<<<(unsigned)rows, NORM_THREADS, 0, cuda_ctx(be)->stream>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb);
     CUDA_CHECK_LAUNCH(be, "rmsnorm kernel");
+    if (yb)
+        cuda_staging_mark(be, y, rows * dim);
 }
 
 void cuda_rmsnorm_gated(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *z,
                         int64_t ldz, const float *w, float eps, float *y, int64_t ldy) {
     if (cuda_ctx(be)->status != CLEF_OK || rows <= 0)
         return;
+    __nv_bfloat16 *yb = staging_for(be, rows, dim, ldy);
     if (dim <= NORM_WARP_DIM)
         k_rmsnorm_gated_warp<<<cuda_blocks(rows, NORM_WARP_ROWS), NORM_THREADS, 0, cuda_ctx(be)->stream>>>(
-            rows, dim, x, ldx, z, ldz, w, eps, y, ldy);
+            rows, dim, x, ldx, z, ldz, w, eps, y, ldy, yb);
     else
-        k_rmsnorm_gated<<<(unsigned)rows, NORM_THREADS, 0, cuda_ctx(be)->stream>>>(dim, x, ldx, z, ldz, w, eps, y, ldy);
+        k_rmsnorm_gated<<<(unsigned)rows, NORM_THREADS, 0, cuda_ctx(be)->stream>>>(dim, x, ldx, z, ldz, w, eps, y, ldy,
+                                                                                  yb);
     CUDA_CHECK_LAUNCH(be, "rmsnorm_gated kernel");
+    if (yb)
+        cuda_staging_mark(be, y, rows * dim);
 }
 
 void cuda_layernorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *w,
