@@ -17,7 +17,8 @@
  *  - head ops (double accumulation in the CPU's order): <= 1e-6
  *  - a BF16 matmul right after the op that produced its input (RMSNorm, gated RMSNorm,
  *    SwiGLU, the attention gate write the bf16 staging themselves): bit for bit the same as
- *    the matmul converting the fp32 rows, and <= 1e-5 vs the CPU on bf16-rounded rows
+ *    the matmul converting the fp32 rows, and <= 1e-5 vs the CPU on the bf16 rounding of the
+ *    GPU producer's output (whose fp32 values are held to 1e-5 vs the CPU's)
  *  - rows of a BF16 matmul computed alone vs in a batch, at the 27B's MLP shapes: bit for bit
  * Exits 77 (ctest: SKIPPED) when no GPU is visible.
  */
@@ -602,11 +603,15 @@ static void test_head_ops(void) {
 
 /* The producers of a BF16 matmul's input (RMSNorm, gated RMSNorm, SwiGLU, the attention
  * output gate) write the bf16 staging themselves when it has room (cuda_staging_claim): the
- * matmul after them skips its conversion. Checked per producer: that matmul vs the same
- * matmul after a host write elsewhere (which makes it convert the fp32 rows again): equal
- * bit for bit; vs the CPU on the CPU producer's bf16-rounded output: <= 1e-5 (as
- * "matmul reuse"); rows inside the produced ones (an MLP row chunk) bit for bit as the
- * same rows of the whole; and after a kernel rewrote the rows in place, converted again. */
+ * matmul after them skips its conversion. Checked per producer: its fp32 output vs the CPU's:
+ * <= 1e-5; the matmul after it vs the same matmul after a host write elsewhere (which makes
+ * it convert the fp32 rows again): equal bit for bit; vs the CPU matmul on the bf16 rounding
+ * of the GPU producer's own fp32 output: <= 1e-5 (as "matmul reuse"; rounding the CPU
+ * producer's output instead would compare different bf16 inputs wherever the two fp32
+ * values, 1 ulp apart, straddle a bf16 rounding boundary, and at 40 rows a single such
+ * element moves the product by ~1e-5); rows inside the produced ones (an MLP row chunk) bit
+ * for bit as the same rows of the whole; and after a kernel rewrote the rows in place,
+ * converted again. */
 static void check_fused(const char *what, float *yd, const float *yc, int64_t T, int64_t K) {
     const int64_t N = 64, r0 = 8;
     uint16_t *w = malloc(2 * (size_t)(N * K));
@@ -627,19 +632,56 @@ static void check_fused(const char *what, float *yd, const float *yc, int64_t T,
     readback(h3, o3, (size_t)((T - r0) * N));
     char shape[96];
     snprintf(shape, sizeof shape, "%s T=%lld K=%lld", what, (long long)T, (long long)K);
+    /* the producer's own fp32 output, contiguous rows (the 16-byte-load kernels), vs the CPU */
+    float *yg = malloc(sizeof(float) * (size_t)(T * K));
+    readback(yg, yd, (size_t)(T * K));
+    report(what, shape, rel_l2(yg, yc, (size_t)(T * K)), 1e-5);
     CHECK_MSG(!memcmp(h1, h2, sizeof(float) * (size_t)(T * N)), "fused %s: matmul on the producer's bf16 differs from the converted rows", shape);
     CHECK_MSG(!memcmp(h3, h2 + r0 * N, sizeof(float) * (size_t)((T - r0) * N)), "fused %s: rows inside the produced ones differ", shape);
-    check_matmul_rows(shape, yc, T, K, &wc, o1, N);
+    check_matmul_rows(shape, yg, T, K, &wc, o1, N);
     /* a kernel rewrites the rows in place after the producer: the next matmul converts them again */
     clef_add(gpu, T * K, yd, yd, yd);
     for (int64_t i = 0; i < T * K; i++)
-        y2[i] = yc[i] + yc[i];
+        y2[i] = yg[i] + yg[i];
     clef_matmul(gpu, T, yd, K, &wg, NULL, o1, N, 0);
     snprintf(shape, sizeof shape, "%s, rows rewritten", what);
     check_matmul_rows(shape, y2, T, K, &wc, o1, N);
     clef_backend_release(gpu, (void *)wg.data), clef_backend_release(gpu, o1), clef_backend_release(gpu, o2);
     clef_backend_release(gpu, o3), clef_backend_release(gpu, dummy);
-    free(w), free(h1), free(h2), free(h3), free(y2);
+    free(w), free(h1), free(h2), free(h3), free(y2), free(yg);
+}
+
+/* RMSNorm and gated RMSNorm on contiguous rows of every width their 16-byte-load kernels
+ * take (k_rmsnorm_vec holds 4, 8, 10 or 16 float4 per thread; the gated warp kernel 1 or 2 per
+ * lane), with and without weights, vs the CPU: <= 1e-5. */
+static void test_norm_widths(void) {
+    const int64_t dims[] = {2000, 4096, 5120, 8192, 100, 128, 256}, rows = 9;
+    for (size_t k = 0; k < sizeof dims / sizeof dims[0]; k++) {
+        const int64_t dim = dims[k];
+        const size_t n = (size_t)(rows * dim);
+        float *x = malloc(n * 4), *z = malloc(n * 4), *w = malloc((size_t)dim * 4), *yc = malloc(n * 4), *yg = malloc(n * 4);
+        fill_normal(x, n, 2.0f), fill_normal(z, n, 1.0f), fill_normal(w, (size_t)dim, 0.5f);
+        float *xd = to_gpu(gpu, x, n * 4), *zd = to_gpu(gpu, z, n * 4), *wd = to_gpu(gpu, w, (size_t)dim * 4);
+        float *yd = gpu_poisoned(n);
+        char shape[64];
+        snprintf(shape, sizeof shape, "rows=%lld dim=%lld (contiguous)", (long long)rows, (long long)dim);
+        for (int variant = 0; variant < 3; variant++) {
+            const char *name = variant == 0 ? "rmsnorm(1+w)" : variant == 1 ? "rmsnorm(no w)" : "rmsnorm_gated";
+            if (variant < 2) {
+                const float *wc = variant == 0 ? w : NULL, *wg = variant == 0 ? wd : NULL;
+                clef_rmsnorm(cpu, rows, dim, x, dim, wc, 1e-6f, variant == 0, yc, dim);
+                clef_rmsnorm(gpu, rows, dim, xd, dim, wg, 1e-6f, variant == 0, yd, dim);
+            } else {
+                clef_rmsnorm_gated(cpu, rows, dim, x, dim, z, dim, w, 1e-6f, yc, dim);
+                clef_rmsnorm_gated(gpu, rows, dim, xd, dim, zd, dim, wd, 1e-6f, yd, dim);
+            }
+            readback(yg, yd, n);
+            report(name, shape, rel_l2(yg, yc, n), 1e-5);
+        }
+        clef_backend_release(gpu, xd), clef_backend_release(gpu, zd), clef_backend_release(gpu, wd);
+        clef_backend_release(gpu, yd);
+        free(x), free(z), free(w), free(yc), free(yg);
+    }
 }
 
 static void test_fused_producers(void) {
@@ -782,6 +824,7 @@ int main(void) {
     test_gdn_packed();
     test_elementwise(10007);
     test_head_ops();
+    test_norm_widths();
     test_fused_producers();
     test_matmul_batch_invariance(5120, 17408, 1); /* the 27B's down_proj */
     test_matmul_batch_invariance(17408, 5120, 0); /* its gate / up */

@@ -4,8 +4,9 @@
  * CPU-only build never includes this header. Plain C interface, callable from C11.
  *
  * Numerics (what the parity tests hold it to, see tests/cuda/):
- *  - BF16 weights: the fp32 activation rows are rounded to bf16 by a conversion kernel, then
- *    cuBLASLt multiplies bf16 x bf16 with fp32 accumulation and fp32 output (bf16-input bound).
+ *  - BF16 weights: the fp32 activation rows are rounded to bf16 by a conversion kernel (or,
+ *    the same bits, by the norm / SwiGLU / gate that produced them), then cuBLASLt multiplies
+ *    bf16 x bf16 with fp32 accumulation and fp32 output (bf16-input bound).
  *  - F32 weights (and activation matrices wrapped as F32): cuBLASLt in plain fp32 (no TF32).
  *  - Every other op computes in fp32 as the CPU reference does (reductions in fp32 trees
  *    instead of the CPU's double sums: far under 1e-5 relative).

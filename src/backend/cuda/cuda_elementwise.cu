@@ -278,17 +278,32 @@ void cuda_unary(clef_backend *be, clef_unary_op op, int64_t n, const float *x, f
     CUDA_CHECK_LAUNCH(be, "unary kernel");
 }
 
-/* xb: NULL, or the bf16 staging of x's rows (contiguous: ldx == cols) */
+/* xb: NULL, or the bf16 staging of x's rows (contiguous: ldx == cols). VEC = 4: cols, ldx,
+ * ldg and the pointers are multiples of 4 floats, one float4 per thread. */
+template <int VEC>
 __global__ void k_mul_sigmoid(int64_t rows, int64_t cols, float *x, int64_t ldx, const float *gate, int64_t ldg,
                               __nv_bfloat16 *xb) {
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * VEC;
     if (i >= rows * cols)
         return;
-    int64_t r = i / cols, c = i - r * cols;
-    const float v = x[r * ldx + c] * sigmoid_f(gate[r * ldg + c]);
-    x[r * ldx + c] = v;
-    if (xb)
-        xb[i] = __float2bfloat16_rn(v);
+    const int64_t r = i / cols, c = i - r * cols;
+    if (VEC == 4) {
+        const float4 a = *(const float4 *)(x + r * ldx + c), g = *(const float4 *)(gate + r * ldg + c);
+        const float4 v = make_float4(a.x * sigmoid_f(g.x), a.y * sigmoid_f(g.y), a.z * sigmoid_f(g.z),
+                                     a.w * sigmoid_f(g.w));
+        *(float4 *)(x + r * ldx + c) = v;
+        if (xb) {
+            __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+            uint2 packed;
+            packed.x = *(uint32_t *)&lo, packed.y = *(uint32_t *)&hi;
+            *(uint2 *)(xb + i) = packed;
+        }
+    } else {
+        const float v = x[r * ldx + c] * sigmoid_f(gate[r * ldg + c]);
+        x[r * ldx + c] = v;
+        if (xb)
+            xb[i] = __float2bfloat16_rn(v);
+    }
 }
 
 void cuda_mul_sigmoid(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_t ldx, const float *gate,
@@ -296,8 +311,13 @@ void cuda_mul_sigmoid(clef_backend *be, int64_t rows, int64_t cols, float *x, in
     if (cuda_ctx(be)->status != CLEF_OK || rows * cols <= 0)
         return;
     __nv_bfloat16 *xb = ldx == cols ? cuda_staging_claim(be, rows * cols) : NULL;
-    k_mul_sigmoid<<<cuda_blocks(rows * cols, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(rows, cols, x, ldx, gate,
-                                                                                                  ldgate, xb);
+    const int vec = cols % 4 == 0 && ldx % 4 == 0 && ldgate % 4 == 0 && ((uintptr_t)x | (uintptr_t)gate) % 16 == 0;
+    if (vec)
+        k_mul_sigmoid<4><<<cuda_blocks(rows * cols / 4, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(
+            rows, cols, x, ldx, gate, ldgate, xb);
+    else
+        k_mul_sigmoid<1><<<cuda_blocks(rows * cols, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(
+            rows, cols, x, ldx, gate, ldgate, xb);
     CUDA_CHECK_LAUNCH(be, "mul_sigmoid kernel");
     if (xb)
         cuda_staging_mark(be, x, rows * cols);
