@@ -3,7 +3,9 @@
  * 27B shape, random N(0, 0.02) BF16 weights made on the device (no weight files), BF16
  * GEMMs. Prints one markdown table: tokens, ms (median of runs after a warm-up), tokens/s,
  * TFLOP/s and its share of the cuBLASLt bf16 GEMM ceiling measured in the same run, and the
- * backend's resident/peak device memory; then the per-op GPU time of one case.
+ * backend's resident/peak device memory; then the per-op GPU time at 298, 2,270 and 8,192 tokens and
+ * the cuBLASLt algorithm choice per GEMM layout (the heuristic's first vs the fastest of its
+ * candidates, timed at 2,048 rows by the backend's tuning, cuda_matmul.cu).
  *
  *   bench_gpu_forward 9b|27b [layers] [runs]
  *
@@ -161,9 +163,10 @@ int main(int argc, char **argv) {
                100.0 * fl / (ms * 1e-3) / 1e12 / ceiling, resident / 1073741824.0, peak / 1073741824.0);
         fflush(stdout);
     }
-    /* where the time goes: per-op GPU time at 2,270 and 8,192 tokens */
-    const int64_t prof_T[2] = {2270, 8192};
-    for (int i = 0; i < 2; i++) {
+    /* where the time goes: per-op GPU time at 298, 2,270 and 8,192 tokens (at 298 the sum of the
+     * ops against the table's wall time shows how long the GPU waits for launches) */
+    const int64_t prof_T[3] = {298, 2270, 8192};
+    for (int i = 0; i < 3; i++) {
         int64_t seq[2] = {0, prof_T[i]};
         clef_backend_cuda_profile(be, 1);
         for (int r = 0; r < 2; r++)
@@ -173,6 +176,9 @@ int main(int argc, char **argv) {
         clef_backend_cuda_profile_report(be, stdout, 2);
         clef_backend_cuda_profile(be, 0);
     }
+    printf("\ncuBLASLt algorithm per BF16 layout (candidates timed at 2,048 rows, ms per GEMM; chosen: the "
+           "heuristic's rank of the one kept):\n\n");
+    clef_backend_cuda_gemm_tuning_report(be, stdout);
     printf("\nbackend device memory: resident %.2f GiB, peak %.2f GiB (weights %.2f GiB; backend workspaces before load %.3f GiB)\n",
            resident / 1073741824.0, peak / 1073741824.0, qwen35_weight_bytes(m) / 1073741824.0, res0 / 1073741824.0);
     qwen35_state_free(state);

@@ -15,6 +15,11 @@
  *    token by token) vs float64 recurrence: <= 1e-3 at T = 1 .. 8,192 (and vs the CPU
  *    recurrent reference: <= 1e-4), packed sequences included
  *  - head ops (double accumulation in the CPU's order): <= 1e-6
+ *  - a BF16 matmul right after the op that produced its input (RMSNorm, gated RMSNorm,
+ *    SwiGLU, the attention gate write the bf16 staging themselves): bit for bit the same as
+ *    the matmul converting the fp32 rows, and <= 1e-5 vs the CPU on the bf16 rounding of the
+ *    GPU producer's output (whose fp32 values are held to 1e-5 vs the CPU's)
+ *  - rows of a BF16 matmul computed alone vs in a batch, at the 27B's MLP shapes: bit for bit
  * Exits 77 (ctest: SKIPPED) when no GPU is visible.
  */
 #include "clef.h"
@@ -596,6 +601,168 @@ static void test_head_ops(void) {
     free(x), free(x2), free(w), free(yc), free(yg), free(sc), free(sg), free(ac), free(ag), free(fc), free(fg);
 }
 
+/* The producers of a BF16 matmul's input (RMSNorm, gated RMSNorm, SwiGLU, the attention
+ * output gate) write the bf16 staging themselves when it has room (cuda_staging_claim): the
+ * matmul after them skips its conversion. Checked per producer: its fp32 output vs the CPU's:
+ * <= 1e-5; the matmul after it vs the same matmul after a host write elsewhere (which makes
+ * it convert the fp32 rows again): equal bit for bit; vs the CPU matmul on the bf16 rounding
+ * of the GPU producer's own fp32 output: <= 1e-5 (as "matmul reuse"; rounding the CPU
+ * producer's output instead would compare different bf16 inputs wherever the two fp32
+ * values, 1 ulp apart, straddle a bf16 rounding boundary, and at 40 rows a single such
+ * element moves the product by ~1e-5); rows inside the produced ones (an MLP row chunk) bit
+ * for bit as the same rows of the whole; and after a kernel rewrote the rows in place,
+ * converted again. */
+static void check_fused(const char *what, float *yd, const float *yc, int64_t T, int64_t K) {
+    const int64_t N = 64, r0 = 8;
+    uint16_t *w = malloc(2 * (size_t)(N * K));
+    for (int64_t i = 0; i < N * K; i++)
+        w[i] = clef_f32_to_bf16(rnd_normal() * 0.05f);
+    clef_matrix wc = {.type = CLEF_WTYPE_BF16, .rows = N, .cols = K, .ld = K, .data = w}, wg = wc;
+    wg.data = to_gpu(gpu, w, 2 * (size_t)(N * K));
+    float *o1 = gpu_poisoned((size_t)(T * N)), *o2 = gpu_poisoned((size_t)(T * N)), *o3 = gpu_poisoned((size_t)(T * N));
+    float *h1 = malloc(sizeof(float) * (size_t)(T * N)), *h2 = malloc(sizeof(float) * (size_t)(T * N));
+    float *h3 = malloc(sizeof(float) * (size_t)(T * N)), *y2 = malloc(sizeof(float) * (size_t)(T * K));
+    float *dummy = gpu_poisoned(4);
+    clef_matmul(gpu, T, yd, K, &wg, NULL, o1, N, 0);                   /* right after the producer */
+    clef_matmul(gpu, T - r0, yd + r0 * K, K, &wg, NULL, o3, N, 0);     /* rows inside its output */
+    clef_backend_write(gpu, dummy, h1, 4 * sizeof(float));             /* ends the staging's claim */
+    clef_matmul(gpu, T, yd, K, &wg, NULL, o2, N, 0);                   /* converts the fp32 rows */
+    readback(h1, o1, (size_t)(T * N));
+    readback(h2, o2, (size_t)(T * N));
+    readback(h3, o3, (size_t)((T - r0) * N));
+    char shape[96];
+    snprintf(shape, sizeof shape, "%s T=%lld K=%lld", what, (long long)T, (long long)K);
+    /* the producer's own fp32 output, contiguous rows (the 16-byte-load kernels), vs the CPU */
+    float *yg = malloc(sizeof(float) * (size_t)(T * K));
+    readback(yg, yd, (size_t)(T * K));
+    report(what, shape, rel_l2(yg, yc, (size_t)(T * K)), 1e-5);
+    CHECK_MSG(!memcmp(h1, h2, sizeof(float) * (size_t)(T * N)), "fused %s: matmul on the producer's bf16 differs from the converted rows", shape);
+    CHECK_MSG(!memcmp(h3, h2 + r0 * N, sizeof(float) * (size_t)((T - r0) * N)), "fused %s: rows inside the produced ones differ", shape);
+    check_matmul_rows(shape, yg, T, K, &wc, o1, N);
+    /* a kernel rewrites the rows in place after the producer: the next matmul converts them again */
+    clef_add(gpu, T * K, yd, yd, yd);
+    for (int64_t i = 0; i < T * K; i++)
+        y2[i] = yg[i] + yg[i];
+    clef_matmul(gpu, T, yd, K, &wg, NULL, o1, N, 0);
+    snprintf(shape, sizeof shape, "%s, rows rewritten", what);
+    check_matmul_rows(shape, y2, T, K, &wc, o1, N);
+    clef_backend_release(gpu, (void *)wg.data), clef_backend_release(gpu, o1), clef_backend_release(gpu, o2);
+    clef_backend_release(gpu, o3), clef_backend_release(gpu, dummy);
+    free(w), free(h1), free(h2), free(h3), free(y2), free(yg);
+}
+
+/* RMSNorm and gated RMSNorm on contiguous rows of every width their 16-byte-load kernels
+ * take (k_rmsnorm_vec holds 4, 8, 10 or 16 float4 per thread; the gated warp kernel 1 or 2 per
+ * lane), with and without weights, vs the CPU: <= 1e-5. */
+static void test_norm_widths(void) {
+    const int64_t dims[] = {2000, 4096, 5120, 8192, 100, 128, 256}, rows = 9;
+    for (size_t k = 0; k < sizeof dims / sizeof dims[0]; k++) {
+        const int64_t dim = dims[k];
+        const size_t n = (size_t)(rows * dim);
+        float *x = malloc(n * 4), *z = malloc(n * 4), *w = malloc((size_t)dim * 4), *yc = malloc(n * 4), *yg = malloc(n * 4);
+        fill_normal(x, n, 2.0f), fill_normal(z, n, 1.0f), fill_normal(w, (size_t)dim, 0.5f);
+        float *xd = to_gpu(gpu, x, n * 4), *zd = to_gpu(gpu, z, n * 4), *wd = to_gpu(gpu, w, (size_t)dim * 4);
+        float *yd = gpu_poisoned(n);
+        char shape[64];
+        snprintf(shape, sizeof shape, "rows=%lld dim=%lld (contiguous)", (long long)rows, (long long)dim);
+        for (int variant = 0; variant < 3; variant++) {
+            const char *name = variant == 0 ? "rmsnorm(1+w)" : variant == 1 ? "rmsnorm(no w)" : "rmsnorm_gated";
+            if (variant < 2) {
+                const float *wc = variant == 0 ? w : NULL, *wg = variant == 0 ? wd : NULL;
+                clef_rmsnorm(cpu, rows, dim, x, dim, wc, 1e-6f, variant == 0, yc, dim);
+                clef_rmsnorm(gpu, rows, dim, xd, dim, wg, 1e-6f, variant == 0, yd, dim);
+            } else {
+                clef_rmsnorm_gated(cpu, rows, dim, x, dim, z, dim, w, 1e-6f, yc, dim);
+                clef_rmsnorm_gated(gpu, rows, dim, xd, dim, zd, dim, wd, 1e-6f, yd, dim);
+            }
+            readback(yg, yd, n);
+            report(name, shape, rel_l2(yg, yc, n), 1e-5);
+        }
+        clef_backend_release(gpu, xd), clef_backend_release(gpu, zd), clef_backend_release(gpu, wd);
+        clef_backend_release(gpu, yd);
+        free(x), free(z), free(w), free(yc), free(yg);
+    }
+}
+
+static void test_fused_producers(void) {
+    const int64_t T = 40, D = 5120, Dw = 256, H = 4, d = 128, F = 1000;
+    /* grow the backend's staging first (producers never grow it): one matmul of T x D zeros */
+    {
+        float *zeros = calloc((size_t)(T * D), sizeof(float));
+        float *x = to_gpu(gpu, zeros, sizeof(float) * (size_t)(T * D)), *y = gpu_poisoned((size_t)(T * 16));
+        clef_matrix wg = {.type = CLEF_WTYPE_BF16, .rows = 16, .cols = D, .ld = D, .data = to_gpu(gpu, zeros, 2 * (size_t)(16 * D))};
+        clef_matmul(gpu, T, x, D, &wg, NULL, y, 16, 0);
+        CHECK_EQ_INT(clef_backend_synchronize(gpu), CLEF_OK);
+        clef_backend_release(gpu, x), clef_backend_release(gpu, y), clef_backend_release(gpu, (void *)wg.data);
+        free(zeros);
+    }
+    const size_t nmax = (size_t)(T * D);
+    float *x = malloc(nmax * 4), *z = malloc(nmax * 4), *wn = malloc((size_t)D * 4), *yc = malloc(nmax * 4);
+    fill_normal(x, nmax, 2.0f), fill_normal(z, nmax, 1.0f), fill_normal(wn, (size_t)D, 0.3f);
+    float *xd = to_gpu(gpu, x, nmax * 4), *zd = to_gpu(gpu, z, nmax * 4), *wd = to_gpu(gpu, wn, (size_t)D * 4);
+    float *yd = gpu_poisoned(nmax);
+    /* RMSNorm (1 + w), hidden-size rows: the block-per-row kernel */
+    clef_rmsnorm(cpu, T, D, x, D, wn, 1e-6f, 1, yc, D);
+    clef_rmsnorm(gpu, T, D, xd, D, wd, 1e-6f, 1, yd, D);
+    check_fused("rmsnorm", yd, yc, T, D);
+    /* RMSNorm, rows of 256 from a strided input: the warp-per-row kernel */
+    clef_rmsnorm(cpu, T, Dw, x, Dw + 9, wn, 1e-6f, 0, yc, Dw);
+    clef_rmsnorm(gpu, T, Dw, xd, Dw + 9, wd, 1e-6f, 0, yd, Dw);
+    check_fused("rmsnorm warp", yd, yc, T, Dw);
+    /* gated RMSNorm per (token, head): T x H rows of d, the matmul reads T rows of H x d */
+    clef_rmsnorm_gated(cpu, T * H, d, x, d, z, d, wn, 1e-6f, yc, d);
+    clef_rmsnorm_gated(gpu, T * H, d, xd, d, zd, d, wd, 1e-6f, yd, d);
+    check_fused("rmsnorm_gated", yd, yc, T, H * d);
+    /* gated RMSNorm of 5,120-wide rows: the block-per-row kernel */
+    clef_rmsnorm_gated(cpu, T, D, x, D, z, D, wn, 1e-6f, yc, D);
+    clef_rmsnorm_gated(gpu, T, D, xd, D, zd, D, wd, 1e-6f, yd, D);
+    check_fused("rmsnorm_gated wide", yd, yc, T, D);
+    /* SwiGLU over T x F (float4 path) and T x (F - 1) (scalar path) */
+    for (int64_t f = F; f >= F - 1; f--) {
+        clef_swiglu(cpu, T * f, x, z, yc);
+        clef_swiglu(gpu, T * f, xd, zd, yd);
+        check_fused(f % 4 ? "swiglu scalar" : "swiglu", yd, yc, T, f);
+    }
+    /* attention output gate, in place: T x H rows of d, gate at stride 2d */
+    memcpy(yc, x, nmax * 4);
+    clef_backend_write(gpu, yd, x, nmax * 4);
+    clef_mul_sigmoid(cpu, T * H, d, yc, d, z, 2 * d);
+    clef_mul_sigmoid(gpu, T * H, d, yd, d, zd, 2 * d);
+    check_fused("mul_sigmoid", yd, yc, T, H * d);
+    clef_backend_release(gpu, xd), clef_backend_release(gpu, zd), clef_backend_release(gpu, wd);
+    clef_backend_release(gpu, yd);
+    free(x), free(z), free(wn), free(yc);
+}
+
+/* The cuBLASLt algorithm of a layout is chosen once (timed at 2,048 rows, cuda_matmul.cu) and
+ * used at every row count: at the 27B's MLP shapes, rows computed in a batch of T equal the
+ * same rows computed alone (first rows, and rows from an offset), bit for bit. GPU only:
+ * device-made weights, no CPU product at this size. */
+static void test_matmul_batch_invariance(int64_t N, int64_t K, int accumulate) {
+    const int64_t T = 600, r0 = 256, T1 = 100;
+    float *x = malloc(sizeof(float) * (size_t)(T * K)), *y0 = malloc(sizeof(float) * (size_t)(T * N));
+    float *ha = malloc(sizeof(float) * (size_t)(T * N)), *hb = malloc(sizeof(float) * (size_t)(T * N));
+    fill_normal(x, (size_t)(T * K), 1.0f), fill_normal(y0, (size_t)(T * N), 1.0f);
+    clef_matrix wg = {.type = CLEF_WTYPE_BF16, .rows = N, .cols = K, .ld = K, .data = clef_backend_alloc(gpu, 2 * (size_t)(N * K))};
+    CHECK_EQ_INT(clef_backend_cuda_fill_normal_bf16(gpu, (void *)wg.data, (size_t)(N * K), 0.02f, 11), CLEF_OK);
+    float *xd = to_gpu(gpu, x, sizeof(float) * (size_t)(T * K));
+    float *ya = to_gpu(gpu, y0, sizeof(float) * (size_t)(T * N)), *yb = to_gpu(gpu, y0, sizeof(float) * (size_t)(T * N));
+    clef_matmul(gpu, T, xd, K, &wg, NULL, ya, N, accumulate);
+    clef_matmul(gpu, T1, xd, K, &wg, NULL, yb, N, accumulate);                              /* rows 0 .. T1 alone */
+    clef_matmul(gpu, T - r0, xd + r0 * K, K, &wg, NULL, yb + r0 * N, N, accumulate);     /* rows r0 .. T alone */
+    readback(ha, ya, (size_t)(T * N));
+    readback(hb, yb, (size_t)(T * N));
+    char shape[96];
+    snprintf(shape, sizeof shape, "N=%lld K=%lld%s", (long long)N, (long long)K, accumulate ? " acc" : "");
+    int same = !memcmp(ha, hb, sizeof(float) * (size_t)(T1 * N)) &&
+               !memcmp(ha + r0 * N, hb + r0 * N, sizeof(float) * (size_t)((T - r0) * N));
+    printf("%-16s %-44s %s\n", "matmul batch", shape, same ? "rows alone = rows in the batch, bit for bit" : "DIFFER");
+    CHECK_MSG(same, "matmul %s: rows computed alone differ from the same rows in a batch of %lld", shape, (long long)T);
+    clef_backend_release(gpu, (void *)wg.data), clef_backend_release(gpu, xd), clef_backend_release(gpu, ya);
+    clef_backend_release(gpu, yb);
+    free(x), free(y0), free(ha), free(hb);
+}
+
 int main(void) {
     if (clef_backend_cuda_device_count() == 0) {
         printf("SKIPPED: no CUDA device\n");
@@ -657,6 +824,10 @@ int main(void) {
     test_gdn_packed();
     test_elementwise(10007);
     test_head_ops();
+    test_norm_widths();
+    test_fused_producers();
+    test_matmul_batch_invariance(5120, 17408, 1); /* the 27B's down_proj */
+    test_matmul_batch_invariance(17408, 5120, 0); /* its gate / up */
     clef_backend_free(gpu);
     clef_backend_free(cpu);
     return test_summary();

@@ -113,6 +113,7 @@ static int cuda_fork(clef_backend *parent, clef_backend **child) {
     if (st == CLEF_OK) { /* the kernel choices follow the parent */
         cuda_ctx(*child)->attention_fp32 = cuda_ctx(parent)->attention_fp32;
         cuda_ctx(*child)->gdn_chunked = cuda_ctx(parent)->gdn_chunked;
+        cuda_ctx(*child)->gemm_tuning = cuda_ctx(parent)->gemm_tuning;
     }
     return st;
 }
@@ -190,6 +191,7 @@ extern "C" int clef_backend_cuda_create(int device, clef_backend **out) {
     be->host_visible = 0;
     ctx->device = device;
     ctx->status = CLEF_OK;
+    ctx->gemm_tuning = 1;
     int st = CLEF_OK;
     if ((st = cuda_record(be, cudaSetDevice(device), "cudaSetDevice")) != CLEF_OK ||
         (st = cuda_record(be, cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking), "cudaStreamCreate")) != CLEF_OK ||

@@ -4,8 +4,9 @@
  * CPU-only build never includes this header. Plain C interface, callable from C11.
  *
  * Numerics (what the parity tests hold it to, see tests/cuda/):
- *  - BF16 weights: the fp32 activation rows are rounded to bf16 by a conversion kernel, then
- *    cuBLASLt multiplies bf16 x bf16 with fp32 accumulation and fp32 output (bf16-input bound).
+ *  - BF16 weights: the fp32 activation rows are rounded to bf16 by a conversion kernel (or,
+ *    the same bits, by the norm / SwiGLU / gate that produced them), then cuBLASLt multiplies
+ *    bf16 x bf16 with fp32 accumulation and fp32 output (bf16-input bound).
  *  - F32 weights (and activation matrices wrapped as F32): cuBLASLt in plain fp32 (no TF32).
  *  - Every other op computes in fp32 as the CPU reference does (reductions in fp32 trees
  *    instead of the CPU's double sums: far under 1e-5 relative).
@@ -69,6 +70,15 @@ int clef_backend_cuda_gemm_ceiling(clef_backend *be, int64_t m, int64_t n, int64
  * every op kind since the last report, then starts over. One profiled backend at a time. */
 int clef_backend_cuda_profile(clef_backend *be, int on);
 int clef_backend_cuda_profile_report(clef_backend *be, FILE *out, double runs);
+
+/* The choice of cuBLASLt algorithm for BF16 layouts (cuda_matmul.cu): on = 1 (the default),
+ * the first matmul of each new layout times the heuristic's candidates at 2,048 rows and keeps
+ * the fastest (the heuristic's first unless another is 2% faster); 0: the heuristic's first,
+ * untimed. Either way one algorithm per layout, whatever the row count, so a row's result
+ * does not depend on the batch around it. Set before the first matmul; forks inherit it.
+ * The report prints a markdown table of the timed layouts (bench support). */
+void clef_backend_cuda_set_gemm_tuning(clef_backend *be, int on);
+void clef_backend_cuda_gemm_tuning_report(clef_backend *be, FILE *out);
 
 #ifdef __cplusplus
 }

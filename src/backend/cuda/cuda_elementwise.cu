@@ -4,6 +4,11 @@
  * gate, SwiGLU, add, and the normal-distribution fill the GPU bench makes weights with.
  * fp32 throughout, with the CPU reference's formulas (cpu_elementwise.c, cpu_conv.c,
  * cpu_rope.c); expf/log1pf/erff/tanhf differ from glibc's in the last ulp at most.
+ *
+ * SwiGLU (down_proj's input) and the attention output gate (o_proj's input) also write each
+ * value's bf16 rounding into the matmul staging when it has room and mark it as holding them
+ * (cuda_staging_claim, cuda_matmul.cu): the matmul after them converts nothing. Their fp32
+ * outputs are written as before.
  */
 #include "backend/cuda/cuda_internal.cuh"
 
@@ -273,34 +278,88 @@ void cuda_unary(clef_backend *be, clef_unary_op op, int64_t n, const float *x, f
     CUDA_CHECK_LAUNCH(be, "unary kernel");
 }
 
-__global__ void k_mul_sigmoid(int64_t rows, int64_t cols, float *x, int64_t ldx, const float *gate, int64_t ldg) {
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+/* xb: NULL, or the bf16 staging of x's rows (contiguous: ldx == cols). VEC = 4: cols, ldx,
+ * ldg and the pointers are multiples of 4 floats, one float4 per thread. */
+template <int VEC>
+__global__ void k_mul_sigmoid(int64_t rows, int64_t cols, float *x, int64_t ldx, const float *gate, int64_t ldg,
+                              __nv_bfloat16 *xb) {
+    const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * VEC;
     if (i >= rows * cols)
         return;
-    int64_t r = i / cols, c = i - r * cols;
-    x[r * ldx + c] *= sigmoid_f(gate[r * ldg + c]);
+    const int64_t r = i / cols, c = i - r * cols;
+    if (VEC == 4) {
+        const float4 a = *(const float4 *)(x + r * ldx + c), g = *(const float4 *)(gate + r * ldg + c);
+        const float4 v = make_float4(a.x * sigmoid_f(g.x), a.y * sigmoid_f(g.y), a.z * sigmoid_f(g.z),
+                                     a.w * sigmoid_f(g.w));
+        *(float4 *)(x + r * ldx + c) = v;
+        if (xb) {
+            __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+            uint2 packed;
+            packed.x = *(uint32_t *)&lo, packed.y = *(uint32_t *)&hi;
+            *(uint2 *)(xb + i) = packed;
+        }
+    } else {
+        const float v = x[r * ldx + c] * sigmoid_f(gate[r * ldg + c]);
+        x[r * ldx + c] = v;
+        if (xb)
+            xb[i] = __float2bfloat16_rn(v);
+    }
 }
 
 void cuda_mul_sigmoid(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_t ldx, const float *gate,
                       int64_t ldgate) {
     if (cuda_ctx(be)->status != CLEF_OK || rows * cols <= 0)
         return;
-    k_mul_sigmoid<<<cuda_blocks(rows * cols, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(rows, cols, x, ldx, gate,
-                                                                                                  ldgate);
+    __nv_bfloat16 *xb = ldx == cols ? cuda_staging_claim(be, rows * cols) : NULL;
+    const int vec = cols % 4 == 0 && ldx % 4 == 0 && ldgate % 4 == 0 && ((uintptr_t)x | (uintptr_t)gate) % 16 == 0;
+    if (vec)
+        k_mul_sigmoid<4><<<cuda_blocks(rows * cols / 4, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(
+            rows, cols, x, ldx, gate, ldgate, xb);
+    else
+        k_mul_sigmoid<1><<<cuda_blocks(rows * cols, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(
+            rows, cols, x, ldx, gate, ldgate, xb);
     CUDA_CHECK_LAUNCH(be, "mul_sigmoid kernel");
+    if (xb)
+        cuda_staging_mark(be, x, rows * cols);
 }
 
-__global__ void k_swiglu(int64_t n, const float *gate, const float *up, float *y) {
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        y[i] = silu_f(gate[i]) * up[i];
+/* VEC = 4: n and the three pointers are multiples of 4 floats (16 bytes), one float4 per
+ * thread; yb: NULL or the bf16 staging of y. */
+template <int VEC>
+__global__ void k_swiglu(int64_t n, const float *gate, const float *up, float *y, __nv_bfloat16 *yb) {
+    const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * VEC;
+    if (i >= n)
+        return;
+    if (VEC == 4) {
+        const float4 g = *(const float4 *)(gate + i), u = *(const float4 *)(up + i);
+        const float4 v = make_float4(silu_f(g.x) * u.x, silu_f(g.y) * u.y, silu_f(g.z) * u.z, silu_f(g.w) * u.w);
+        *(float4 *)(y + i) = v;
+        if (yb) {
+            __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+            uint2 packed;
+            packed.x = *(uint32_t *)&lo, packed.y = *(uint32_t *)&hi;
+            *(uint2 *)(yb + i) = packed;
+        }
+    } else {
+        const float v = silu_f(gate[i]) * up[i];
+        y[i] = v;
+        if (yb)
+            yb[i] = __float2bfloat16_rn(v);
+    }
 }
 
 void cuda_swiglu(clef_backend *be, int64_t n, const float *gate, const float *up, float *y) {
     if (cuda_ctx(be)->status != CLEF_OK || n <= 0)
         return;
-    k_swiglu<<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(n, gate, up, y);
+    __nv_bfloat16 *yb = cuda_staging_claim(be, n);
+    const int vec = n % 4 == 0 && ((uintptr_t)gate | (uintptr_t)up | (uintptr_t)y) % 16 == 0 ? 4 : 1;
+    if (vec == 4)
+        k_swiglu<4><<<cuda_blocks(n / 4, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(n, gate, up, y, yb);
+    else
+        k_swiglu<1><<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(n, gate, up, y, yb);
     CUDA_CHECK_LAUNCH(be, "swiglu kernel");
+    if (yb)
+        cuda_staging_mark(be, y, n);
 }
 
 __global__ void k_add(int64_t n, const float *a, const float *b, float *y) {

@@ -1,8 +1,9 @@
 /*
  * cuda_internal.cuh — what the files of the CUDA backend share: the backend context (device,
- * stream, cuBLASLt handle and workspace, the bf16 staging buffer of matmul inputs, the first
- * error seen), the launch-check helper and the op entry points each .cu file provides to the
- * table in cuda_backend.cu.
+ * stream, cuBLASLt handle and workspace, the bf16 staging buffer of matmul inputs and what it
+ * holds, the first error seen), the launch-check helper, the staging hand-off from the ops
+ * that produce a matmul's input (norms, SwiGLU, the attention gate) and the op entry points
+ * each .cu file provides to the table in cuda_backend.cu.
  *
  * Errors: ops return void (backend.h), so a failed launch or library call is recorded in the
  * context (first one wins) and reported by the next synchronize, read or write.
@@ -20,13 +21,19 @@ extern "C" {
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-/* One cached cuBLASLt plan: the layouts and the algorithm the heuristic picked for them. */
+/* One cached cuBLASLt plan: the layouts and the algorithm used for them (the fastest of the
+ * heuristic's candidates when timed, cuda_matmul.cu), and the heuristic's first choice, kept
+ * as the fallback should cuBLASLt refuse the chosen one at some row count. */
 typedef struct cuda_gemm_plan {
     int used;
     int a_type, m, n, k, lda, ldb, ldc, align_a, align_b, align_c, beta_one;
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lc;
-    cublasLtMatmulAlgo_t algo;
+    cublasLtMatmulAlgo_t algo, algo_first;
+    int n_candidates, chosen;     /* candidates timed (0: not timed) and the index picked */
+    float first_ms, chosen_ms;    /* their times at the tuning rows (CUDA_GEMM_CANON_ROWS) */
+    float any_ms;                 /* the fastest with split-K allowed (report only), its split and scheme */
+    int any_splitk, any_scheme;
 } cuda_gemm_plan;
 
 #define CUDA_GEMM_PLANS 128
@@ -44,6 +51,10 @@ typedef struct cuda_context {
      * The projections that read the same normalised rows then convert them once. */
     const float *xb_src;
     int64_t xb_T, xb_K, xb_ldx;
+    /* > 0: instead, xb holds the bf16 rounding of the xb_span floats from xb_src on, written
+     * by the op that produced them (cuda_staging_claim / cuda_staging_mark): a matmul on any
+     * contiguous rows inside that span skips its conversion. */
+    int64_t xb_span;
     unsigned long long writes, xb_writes;
     size_t resident, peak;  /* device bytes held by this backend */
     int status;             /* first error (clef_status), CLEF_OK while none */
@@ -52,6 +63,8 @@ typedef struct cuda_context {
     int n_sm;               /* multiprocessors of the device (0 until first asked) */
     int flash_ok;           /* 1: this device's WMMA accumulator layout is the one cuda_flash.cu
                                assumes (checked at create); 0: the shared-memory kernel runs */
+    int gemm_tuning;        /* 1 (default): time cuBLASLt's candidate algorithms per new BF16
+                               layout and keep the fastest (cuda_matmul.cu) */
     cuda_gemm_plan plans[CUDA_GEMM_PLANS];
     struct cuda_quant_state *quant; /* quantized formats (cuda_quant.cu); NULL until first used */
 } cuda_context;
@@ -97,6 +110,16 @@ size_t cuda_matmul_workspace_size(clef_backend *be, int64_t T, const clef_matrix
 void cuda_get_rows(clef_backend *be, const clef_matrix *e, int64_t n, const int32_t *ids, float *y,
                    int64_t ldy);
 void cuda_gemm_plans_free(cuda_context *ctx);
+
+/* The staging hand-off (cuda_matmul.cu). An op about to write n contiguous fp32 values that a
+ * BF16 matmul may read next asks for the staging buffer: it gets it when it already holds n
+ * bf16 values (it is never grown here: a backend whose matmuls never used it, the quantized
+ * ones, keeps none), else NULL and the op writes fp32 only. The op's kernel then writes each
+ * value v both as fp32 and as __float2bfloat16_rn(v) (the matmul's own rounding of it, so
+ * the product is the same bit for bit), and after the launch check it marks the staging as
+ * holding those n values. */
+__nv_bfloat16 *cuda_staging_claim(clef_backend *be, int64_t n);
+void cuda_staging_mark(clef_backend *be, const float *src, int64_t n);
 
 /* cuda_norm.cu */
 void cuda_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx,

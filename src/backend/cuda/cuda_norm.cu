@@ -5,6 +5,16 @@
  * barrier. Sums in fp32 trees (the CPU sums in double: both are far inside 1e-5 relative of
  * the exact value for the row lengths of these models).
  * Formulas and rounding order as the CPU reference (cpu_norm.c, cpu_elementwise.c).
+ *
+ * Rows whose length, strides and pointers are multiples of 4 floats (the model's) run kernels
+ * with 16-byte loads that keep the row in registers (k_rmsnorm_vec, k_rmsnorm_gated_warp_vec).
+ *
+ * RMSNorm and gated RMSNorm feed matmuls (the input and post-attention norms the layer's
+ * projections, the gated norm out_proj): when their output rows are contiguous and the
+ * backend's bf16 staging has room, the kernel also writes each value's bf16 rounding there
+ * and the staging is marked as holding those rows (cuda_staging_claim, cuda_matmul.cu), so
+ * the next BF16 matmul on them converts nothing. The fp32 output is written as before: a
+ * quantized matmul, the residual and the head read it.
  */
 #include "backend/cuda/cuda_internal.cuh"
 
@@ -53,31 +63,84 @@ __device__ float block_max(float v) {
 
 __device__ __forceinline__ float silu_f(float x) { return x / (1.0f + expf(-x)); }
 
+/* yb: NULL, or the bf16 staging of y's rows (contiguous, dim apart) */
 __global__ void k_rmsnorm(int64_t dim, const float *x, int64_t ldx, const float *w, float eps, int add_one, float *y,
-                          int64_t ldy) {
+                          int64_t ldy, __nv_bfloat16 *yb) {
     const float *xr = x + (int64_t)blockIdx.x * ldx;
     float *yr = y + (int64_t)blockIdx.x * ldy;
+    __nv_bfloat16 *ybr = yb ? yb + (int64_t)blockIdx.x * dim : NULL;
     float ss = 0.0f;
     for (int64_t i = threadIdx.x; i < dim; i += NORM_THREADS)
         ss += xr[i] * xr[i];
     float s = 1.0f / sqrtf(block_sum(ss) / (float)dim + eps);
     for (int64_t i = threadIdx.x; i < dim; i += NORM_THREADS) {
         float n = xr[i] * s;
-        yr[i] = w ? n * (add_one ? 1.0f + w[i] : w[i]) : n;
+        n = w ? n * (add_one ? 1.0f + w[i] : w[i]) : n;
+        yr[i] = n;
+        if (ybr)
+            ybr[i] = __float2bfloat16_rn(n);
+    }
+}
+
+/* k_rmsnorm for rows of at most NORM_THREADS x 4 x NORM_VEC_MAX floats with dim, ldx, ldy and
+ * the pointers multiples of 4 floats (the hidden-size norms): each thread keeps its float4s of
+ * the row in registers, so x is read once, in 16-byte loads. Same formula; only the order of
+ * the fp32 partial sums differs. */
+#define NORM_VEC_MAX 16
+template <int NV>
+__global__ void k_rmsnorm_vec(int64_t dim, const float *x, int64_t ldx, const float *w, float eps, int add_one,
+                              float *y, int64_t ldy, __nv_bfloat16 *yb) {
+    const float4 *xr = (const float4 *)(x + (int64_t)blockIdx.x * ldx);
+    float4 *yr = (float4 *)(y + (int64_t)blockIdx.x * ldy);
+    const float4 *w4 = (const float4 *)w;
+    const int n4 = (int)(dim / 4);
+    float4 v[NV];
+    float ss = 0.0f;
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        const int i = threadIdx.x + j * NORM_THREADS;
+        v[j] = i < n4 ? xr[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
+    }
+    const float s = 1.0f / sqrtf(block_sum(ss) / (float)dim + eps);
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        const int i = threadIdx.x + j * NORM_THREADS;
+        if (i >= n4)
+            break;
+        float4 n = make_float4(v[j].x * s, v[j].y * s, v[j].z * s, v[j].w * s);
+        if (w) {
+            float4 g = w4[i];
+            if (add_one)
+                g = make_float4(1.0f + g.x, 1.0f + g.y, 1.0f + g.z, 1.0f + g.w);
+            n = make_float4(n.x * g.x, n.y * g.y, n.z * g.z, n.w * g.w);
+        }
+        yr[i] = n;
+        if (yb) {
+            __nv_bfloat162 lo = __floats2bfloat162_rn(n.x, n.y), hi = __floats2bfloat162_rn(n.z, n.w);
+            uint2 packed;
+            packed.x = *(uint32_t *)&lo, packed.y = *(uint32_t *)&hi;
+            *(uint2 *)(yb + (int64_t)blockIdx.x * dim + 4 * (int64_t)i) = packed;
+        }
     }
 }
 
 __global__ void k_rmsnorm_gated(int64_t dim, const float *x, int64_t ldx, const float *z, int64_t ldz, const float *w,
-                                float eps, float *y, int64_t ldy) {
+                                float eps, float *y, int64_t ldy, __nv_bfloat16 *yb) {
     const float *xr = x + (int64_t)blockIdx.x * ldx;
     const float *zr = z + (int64_t)blockIdx.x * ldz;
     float *yr = y + (int64_t)blockIdx.x * ldy;
+    __nv_bfloat16 *ybr = yb ? yb + (int64_t)blockIdx.x * dim : NULL;
     float ss = 0.0f;
     for (int64_t i = threadIdx.x; i < dim; i += NORM_THREADS)
         ss += xr[i] * xr[i];
     float s = 1.0f / sqrtf(block_sum(ss) / (float)dim + eps);
-    for (int64_t i = threadIdx.x; i < dim; i += NORM_THREADS)
-        yr[i] = (w[i] * (xr[i] * s)) * silu_f(zr[i]);
+    for (int64_t i = threadIdx.x; i < dim; i += NORM_THREADS) {
+        const float v = (w[i] * (xr[i] * s)) * silu_f(zr[i]);
+        yr[i] = v;
+        if (ybr)
+            ybr[i] = __float2bfloat16_rn(v);
+    }
 }
 
 __global__ void k_layernorm(int64_t dim, const float *x, int64_t ldx, const float *w, const float *b, float eps,
@@ -129,62 +192,143 @@ __device__ __forceinline__ float warp_sum_all(float v) {
 
 /* k_rmsnorm / k_rmsnorm_gated with one warp per row (rows of at most NORM_WARP_DIM). */
 __global__ void k_rmsnorm_warp(int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *w, float eps,
-                               int add_one, float *y, int64_t ldy) {
+                               int add_one, float *y, int64_t ldy, __nv_bfloat16 *yb) {
     const int64_t r = (int64_t)blockIdx.x * NORM_WARP_ROWS + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (r >= rows)
         return;
     const float *xr = x + r * ldx;
     float *yr = y + r * ldy;
+    __nv_bfloat16 *ybr = yb ? yb + r * dim : NULL;
     float ss = 0.0f;
     for (int64_t i = lane; i < dim; i += 32)
         ss += xr[i] * xr[i];
     float s = 1.0f / sqrtf(warp_sum_all(ss) / (float)dim + eps);
     for (int64_t i = lane; i < dim; i += 32) {
         float n = xr[i] * s;
-        yr[i] = w ? n * (add_one ? 1.0f + w[i] : w[i]) : n;
+        n = w ? n * (add_one ? 1.0f + w[i] : w[i]) : n;
+        yr[i] = n;
+        if (ybr)
+            ybr[i] = __float2bfloat16_rn(n);
     }
 }
 
 __global__ void k_rmsnorm_gated_warp(int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *z,
-                                     int64_t ldz, const float *w, float eps, float *y, int64_t ldy) {
+                                     int64_t ldz, const float *w, float eps, float *y, int64_t ldy, __nv_bfloat16 *yb) {
     const int64_t r = (int64_t)blockIdx.x * NORM_WARP_ROWS + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (r >= rows)
         return;
     const float *xr = x + r * ldx, *zr = z + r * ldz;
     float *yr = y + r * ldy;
+    __nv_bfloat16 *ybr = yb ? yb + r * dim : NULL;
     float ss = 0.0f;
     for (int64_t i = lane; i < dim; i += 32)
         ss += xr[i] * xr[i];
     float s = 1.0f / sqrtf(warp_sum_all(ss) / (float)dim + eps);
-    for (int64_t i = lane; i < dim; i += 32)
-        yr[i] = (w[i] * (xr[i] * s)) * silu_f(zr[i]);
+    for (int64_t i = lane; i < dim; i += 32) {
+        const float v = (w[i] * (xr[i] * s)) * silu_f(zr[i]);
+        yr[i] = v;
+        if (ybr)
+            ybr[i] = __float2bfloat16_rn(v);
+    }
+}
+
+/* k_rmsnorm_gated_warp for dim, ldx, ldz, ldy and the pointers multiples of 4 floats and dim
+ * <= 128 x NV (the GDN's 128-wide heads: one float4 of x and of z per lane, 16-byte loads). */
+template <int NV>
+__global__ void k_rmsnorm_gated_warp_vec(int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *z,
+                                         int64_t ldz, const float *w, float eps, float *y, int64_t ldy,
+                                         __nv_bfloat16 *yb) {
+    const int64_t r = (int64_t)blockIdx.x * NORM_WARP_ROWS + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    if (r >= rows)
+        return;
+    const float4 *xr = (const float4 *)(x + r * ldx), *zr = (const float4 *)(z + r * ldz), *w4 = (const float4 *)w;
+    float4 *yr = (float4 *)(y + r * ldy);
+    const int n4 = (int)(dim / 4);
+    float4 v[NV];
+    float ss = 0.0f;
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        const int i = lane + 32 * j;
+        v[j] = i < n4 ? xr[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
+    }
+    const float s = 1.0f / sqrtf(warp_sum_all(ss) / (float)dim + eps);
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        const int i = lane + 32 * j;
+        if (i >= n4)
+            break;
+        const float4 g = w4[i], zz = zr[i];
+        const float4 o = make_float4((g.x * (v[j].x * s)) * silu_f(zz.x), (g.y * (v[j].y * s)) * silu_f(zz.y),
+                                     (g.z * (v[j].z * s)) * silu_f(zz.z), (g.w * (v[j].w * s)) * silu_f(zz.w));
+        yr[i] = o;
+        if (yb) {
+            __nv_bfloat162 lo = __floats2bfloat162_rn(o.x, o.y), hi = __floats2bfloat162_rn(o.z, o.w);
+            uint2 packed;
+            packed.x = *(uint32_t *)&lo, packed.y = *(uint32_t *)&hi;
+            *(uint2 *)(yb + r * dim + 4 * (int64_t)i) = packed;
+        }
+    }
 }
 
 /* Rows run as a grid of up to 2^31-1 blocks: every model's row count fits. */
+
+/* Contiguous output rows: also into the bf16 staging, when it has room (see the header). */
+static __nv_bfloat16 *staging_for(clef_backend *be, int64_t rows, int64_t dim, int64_t ldy) {
+    return ldy == dim ? cuda_staging_claim(be, rows * dim) : NULL;
+}
+
 void cuda_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *w, float eps,
                   int add_one, float *y, int64_t ldy) {
     if (cuda_ctx(be)->status != CLEF_OK || rows <= 0)
         return;
+    __nv_bfloat16 *yb = staging_for(be, rows, dim, ldy);
+    cudaStream_t st = cuda_ctx(be)->stream;
+    const int vec = dim % 4 == 0 && ldx % 4 == 0 && ldy % 4 == 0 &&
+                    ((uintptr_t)x | (uintptr_t)y | (uintptr_t)w) % 16 == 0 && dim <= 4 * NORM_THREADS * NORM_VEC_MAX;
     if (dim <= NORM_WARP_DIM)
-        k_rmsnorm_warp<<<cuda_blocks(rows, NORM_WARP_ROWS), NORM_THREADS, 0, cuda_ctx(be)->stream>>>(rows, dim, x, ldx, w,
-                                                                                                   eps, add_one, y, ldy);
+        k_rmsnorm_warp<<<cuda_blocks(rows, NORM_WARP_ROWS), NORM_THREADS, 0, st>>>(rows, dim, x, ldx, w, eps, add_one, y,
+                                                                                  ldy, yb);
+    else if (vec && dim <= 4 * NORM_THREADS * 4)
+        k_rmsnorm_vec<4><<<(unsigned)rows, NORM_THREADS, 0, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb);
+    else if (vec && dim <= 4 * NORM_THREADS * 8)
+        k_rmsnorm_vec<8><<<(unsigned)rows, NORM_THREADS, 0, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb);
+    else if (vec && dim <= 4 * NORM_THREADS * 10)
+        k_rmsnorm_vec<10><<<(unsigned)rows, NORM_THREADS, 0, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb);
+    else if (vec)
+        k_rmsnorm_vec<NORM_VEC_MAX><<<(unsigned)rows, NORM_THREADS, 0, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb);
     else
-        k_rmsnorm<<<(unsigned)rows, NORM_THREADS, 0, cuda_ctx(be)->stream>>>(dim, x, ldx, w, eps, add_one, y, ldy);
+        k_rmsnorm<<<(unsigned)rows, NORM_THREADS, 0, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb);
     CUDA_CHECK_LAUNCH(be, "rmsnorm kernel");
+    if (yb)
+        cuda_staging_mark(be, y, rows * dim);
 }
 
 void cuda_rmsnorm_gated(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *z,
                         int64_t ldz, const float *w, float eps, float *y, int64_t ldy) {
     if (cuda_ctx(be)->status != CLEF_OK || rows <= 0)
         return;
-    if (dim <= NORM_WARP_DIM)
+    __nv_bfloat16 *yb = staging_for(be, rows, dim, ldy);
+    const int vec = dim % 4 == 0 && ldx % 4 == 0 && ldz % 4 == 0 && ldy % 4 == 0 &&
+                    ((uintptr_t)x | (uintptr_t)z | (uintptr_t)w | (uintptr_t)y) % 16 == 0;
+    if (vec && dim <= 128)
+        k_rmsnorm_gated_warp_vec<1><<<cuda_blocks(rows, NORM_WARP_ROWS), NORM_THREADS, 0, cuda_ctx(be)->stream>>>(
+            rows, dim, x, ldx, z, ldz, w, eps, y, ldy, yb);
+    else if (vec && dim <= 256)
+        k_rmsnorm_gated_warp_vec<2><<<cuda_blocks(rows, NORM_WARP_ROWS), NORM_THREADS, 0, cuda_ctx(be)->stream>>>(
+            rows, dim, x, ldx, z, ldz, w, eps, y, ldy, yb);
+    else if (dim <= NORM_WARP_DIM)
         k_rmsnorm_gated_warp<<<cuda_blocks(rows, NORM_WARP_ROWS), NORM_THREADS, 0, cuda_ctx(be)->stream>>>(
-            rows, dim, x, ldx, z, ldz, w, eps, y, ldy);
+            rows, dim, x, ldx, z, ldz, w, eps, y, ldy, yb);
     else
-        k_rmsnorm_gated<<<(unsigned)rows, NORM_THREADS, 0, cuda_ctx(be)->stream>>>(dim, x, ldx, z, ldz, w, eps, y, ldy);
+        k_rmsnorm_gated<<<(unsigned)rows, NORM_THREADS, 0, cuda_ctx(be)->stream>>>(dim, x, ldx, z, ldz, w, eps, y, ldy,
+                                                                                  yb);
     CUDA_CHECK_LAUNCH(be, "rmsnorm_gated kernel");
+    if (yb)
+        cuda_staging_mark(be, y, rows * dim);
 }
 
 void cuda_layernorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *w,
