@@ -54,6 +54,12 @@ void clef_backend_cuda_set_attention_fp32(clef_backend *be, int on);
  * token-by-token kernel. Set before sizing workspaces (gdn_workspace_size follows it). */
 void clef_backend_cuda_set_gdn_chunked(clef_backend *be, int on);
 
+/* Bench-only tuning of the chunked gated delta rule, process-wide: seg_chunks chunks of 64
+ * per segment (its scratch; 0 = the default, 16), slice_cols value columns per walk block
+ * (32 or 64; 0 = chosen from the head count and the device), wmma 1 = the older WMMA
+ * products instead of mma.sync (0). Set before sizing workspaces. */
+void clef_backend_cuda_tune_gdn(int seg_chunks, int slice_cols, int wmma);
+
 /* 1 when tensor-core attention (head_dim 64, 65-80, 128, 256, with scratch) runs the register-
  * accumulator flash kernel (cuda_flash.cu: its accumulator layout was checked on this
  * device), 0 when it runs the shared-memory kernel. Tests label their checks with it. */
