@@ -618,7 +618,7 @@ int main(void) {
         fprintf(stderr, "backend creation failed: %s\n", clef_last_error());
         return 1;
     }
-    clef_backend_cuda_set_gdn_chunked(gpu, 1); /* CLEF_GDN_CHUNKED runs the WY/UT kernel here */
+    clef_backend_cuda_set_gdn_chunked(gpu, 1); /* CLEF_GDN_CHUNKED: the WY/UT kernel (the default too) */
     test_matmul(1, 64, 48, 1, 0, 0);
     test_matmul(37, 200, 129, 1, 1, 1);
     test_matmul(300, 1024, 768, 1, 0, 1);
@@ -676,15 +676,12 @@ int main(void) {
         const int64_t lens2[] = {0, 200, 1, 0, 65, 1100, 3};
         test_gdn_packed(lens2, 7, 16, 32);
     }
-    /* the chunked kernel's other products (WMMA instead of mma.sync, a bench-only choice) and
-     * its other walk width */
-    clef_backend_cuda_tune_gdn(0, 0, 1);
-    test_gdn(65, 1, 2, 24, 20, 1, 1, CLEF_GDN_CHUNKED);
-    test_gdn(1025, 1, 3, 128, 128, 1, 1, CLEF_GDN_CHUNKED);
-    test_gdn(130, 16, 48, 128, 128, 1, 1, CLEF_GDN_CHUNKED);
-    clef_backend_cuda_tune_gdn(0, 64, 0);
+    /* the chunked kernel's bench-only tunings: the other walk width, short segments */
+    clef_backend_cuda_tune_gdn(0, 64);
     test_gdn(300, 2, 4, 128, 128, 1, 1, CLEF_GDN_CHUNKED);
-    clef_backend_cuda_tune_gdn(0, 0, 0);
+    clef_backend_cuda_tune_gdn(3, 0); /* segments of 3 chunks: 6 segment boundaries */
+    test_gdn(1100, 2, 4, 128, 128, 0, 1, CLEF_GDN_CHUNKED);
+    clef_backend_cuda_tune_gdn(0, 0);
     test_elementwise(10007);
     test_head_ops();
     clef_backend_free(gpu);

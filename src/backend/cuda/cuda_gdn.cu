@@ -1,39 +1,45 @@
 /*
  * cuda_gdn.cu — the gated delta rule on the GPU, in two forms:
  *
- * CLEF_GDN_CHUNKED (after clef_backend_cuda_set_gdn_chunked(be, 1); key heads <= 128):
- * chunks of 64 tokens in the WY/UT form, split the way flash-linear-attention splits it so
- * that only one pass is sequential. Per chunk (rows i, j < L, gamma_i = cumulative log decay
- * from the chunk's start, q and k L2-normalised):
+ * CLEF_GDN_CHUNKED (the default; key and value head dims <= 128): chunks of 64 tokens in the
+ * WY/UT form, split the way flash-linear-attention splits it so that only one pass is
+ * sequential. Per chunk (rows i, j < L, gamma_i = cumulative log decay from the chunk's start,
+ * q and k L2-normalised):
  *   A_ij  = beta_i exp(gamma_i - gamma_j) k_i.k_j (j < i),  Tinv = (I + A)^-1
  *   P_ij  = exp(gamma_i - gamma_j) q_i.k_j (j <= i)
  *   W     = Tinv (beta exp(gamma) K),  U = Tinv (beta V)
  *   v_new = U - W S                      (S: the state at the chunk's start)
- *   o     = exp(gamma) (Q S) + P v_new
+ *   o     = exp(gamma) (Q S) + P v_new = Q' S + O0,  Q' = exp(gamma) Q - P W,  O0 = P U
  *   S'    = exp(gamma_last) S + (exp(gamma_last - gamma) K)^T v_new
- * Four kernels per segment of GC_SEG chunks: prep (q/k norms, decays, A, P, Tinv on the CUDA
- * cores; parallel over chunks x heads), W/U (parallel), the walk (the only sequential pass:
- * v_new and S' per chunk, the state at each chunk's start stored, the next chunk's operands
- * copied asynchronously while this one computes), the output (parallel over chunks x heads x
- * 64 columns). The products run as WMMA TF32 with the 3xTF32 split (a = hi + lo, a*b ~
- * hi*hi + hi*lo + lo*hi), which keeps fp32 accuracy: TF32 alone (10-bit mantissa) would put
- * the state's error near the 1e-3 bound at long T. Measured on an H200 (bench/RESULTS.md,
- * run13) it is exact (~2e-6 vs float64) but slower than the recurrent kernel at the 27B's
- * heads (1.78 vs 1.45 ms per layer at 2,270 tokens): each of its kernels is bound by one
- * block's latency (~50 us for a 240-block launch) and it moves ~0.7 MB of fp32 per chunk and
- * head. So CLEF_GDN_CHUNKED runs the recurrent kernel by default.
+ * Two kernels per segment of up to GC_SEG_DEFAULT chunks (the segment bounds the scratch):
+ *   k_gdn_prep, fully parallel over (chunk, v-head): norms, decays, A and P, Tinv (forward
+ *     substitution on the CUDA cores), W, U, Q', O0; it leaves -W, Q', Kd, U, O0 for the walk,
+ *     which so needs no P.
+ *   k_gdn_walk, the only sequential pass, parallel over (v-head, 32 or 64 value columns): the
+ *     columns of S are independent (S[:, cols] needs all of W but only its own columns of U and
+ *     O0), so 48 heads x 2..4 column blocks fill the device. Per chunk [v_new; o] = [U; O0] +
+ *     [-W; Q'] S (o written right there: no per-chunk state is stored), then S' ; the next
+ *     chunk's operands arrive by cp.async while this one computes.
+ * Every product runs on the tensor cores as 3xTF32 (mma.sync m16n8k8 with PTX's fragment
+ * layouts, gc_gemm: a = hi + lo, a b ~ hi hi + hi lo + lo hi), which keeps fp32 accuracy:
+ * ~3e-6 vs a float64 recurrence at T = 1 .. 8,192, where TF32 alone (10-bit mantissa) would
+ * put the state's error near the 1e-3 bound at long T. Measured on an H200 (bench/RESULTS.md,
+ * run15): 0.98 ms per 27B layer at 2,270 tokens (the token-by-token kernel: 1.44), 0.69 per
+ * 9B layer (1.03); prep ~58% of it, the walk ~11 us per chunk. An earlier form with WMMA
+ * fragments and four kernels per segment took 1.57-1.78 ms: WMMA's TF32 fragments loaded
+ * through generic addresses, converted by an emulated cvt.rna.tf32 (six instructions an
+ * element) and split once per tile instead of once per warp.
  *
- * CLEF_GDN_RECURRENT (and CHUNKED by default): the exact token-by-token recurrence with the
- * state held in registers. The columns of S (one per value dim) evolve independently — column
- * j only needs k_t, q_t, v_t[j], g_t and beta_t — so a warp owns GDN_COLS columns of one
- * head, each lane holding rows lane, lane+32, ... of them (dk <= 256). A first, fully
- * parallel kernel L2-normalises (and scales) q and k into the scratch buffer, so a step of the
- * recurrence is a few FMAs per lane and two butterfly reductions (S~^T k, S^T q). The
- * GDN_WARPS warps of a block (all of one head) share one copy of each token's q and k, copied
- * GDN_TILE tokens at a time into shared memory (cp.async, the next tile while this one runs),
- * instead of every warp loading its own copy from L2 (64 warps per head re-reading the same
- * rows, ~7 GB per 27B layer at 2,270 tokens). Measured: 1.72 -> 1.45 ms per 27B layer, 1.51
- * -> 1.04 per 9B layer; what bounds the step now is the latency of its two reductions.
+ * CLEF_GDN_RECURRENT (and head dims past 128): the exact token-by-token recurrence with the
+ * state held in registers, the reference form. The columns of S (one per value dim) evolve
+ * independently — column j only needs k_t, q_t, v_t[j], g_t and beta_t — so a warp owns
+ * GDN_COLS columns of one head, each lane holding rows lane, lane+32, ... of them (dk <= 256).
+ * A first, fully parallel kernel L2-normalises (and scales) q and k into the scratch buffer,
+ * so a step of the recurrence is a few FMAs per lane and two butterfly reductions (S~^T k,
+ * S^T q). The GDN_WARPS warps of a block (all of one head) share one copy of each token's q
+ * and k, copied GDN_TILE tokens at a time into shared memory (cp.async, the next tile while
+ * this one runs). Measured: 1.45 ms per 27B layer at 2,270 tokens, bound by the latency of
+ * its two reductions per token.
  */
 #include "backend/cuda/cuda_internal.cuh"
 
@@ -230,8 +236,6 @@ __global__ void __launch_bounds__(GDN_WARPS * 32) k_gdn_recurrent(clef_gdn_args 
 
 /* ---- chunked form (WY/UT), see the file comment ------------------------------------------ */
 
-#include <mma.h>
-
 #define GC 64                 /* chunk length */
 #define GC_LDA (GC + 4)       /* row stride of the 64x64 A, Tinv, P in shared memory */
 #define GC_MAX_D 128          /* key and value head dims up to 128 (padded to 32) */
@@ -241,15 +245,14 @@ __global__ void __launch_bounds__(GDN_WARPS * 32) k_gdn_recurrent(clef_gdn_args 
 
 /* The chunked kernel runs for CLEF_GDN_CHUNKED by default (1), or only after
  * clef_backend_cuda_set_gdn_chunked(be, 1) (0). */
-#define GC_BY_DEFAULT 0
+#define GC_BY_DEFAULT 1
 
 /* Bench-only tuning (clef_backend_cuda_tune_gdn): 0 = the defaults. */
-static int gc_seg_tuned, gc_slice_tuned, gc_wmma_tuned;
+static int gc_seg_tuned, gc_slice_tuned;
 
-extern "C" void clef_backend_cuda_tune_gdn(int seg_chunks, int slice_cols, int wmma) {
+extern "C" void clef_backend_cuda_tune_gdn(int seg_chunks, int slice_cols) {
     gc_seg_tuned = seg_chunks > 0 ? seg_chunks : 0;
     gc_slice_tuned = slice_cols == 32 || slice_cols == 64 ? slice_cols : 0;
-    gc_wmma_tuned = wmma != 0;
 }
 
 __host__ __device__ static inline int64_t gdn_chunks(int64_t T) { return (T + GC - 1) / GC; }
@@ -328,34 +331,6 @@ __device__ __forceinline__ void gc_copy2(int n, int tid, int threads, L1 load1, 
                 store1(i, r[u]), store2(i, q[u]);
         }
     }
-}
-
-typedef nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 8, float> gc_acc;
-
-/* acc += a b on the tensor cores at ~fp32 accuracy (3xTF32: x = hi + lo, a b ~ hi hi + hi lo +
- * lo hi): a 16x8 (layout LA), b 8x16 (layout LB), fp32 (32-byte aligned, ld a multiple of 4
- * floats). TF32 alone (10-bit mantissa) would put the state's error near the 1e-3 bound at
- * long T. */
-template <typename LA, typename LB>
-__device__ __forceinline__ void gc_mma3(gc_acc &acc, const float *pa, unsigned lda, const float *pb, unsigned ldb) {
-    using namespace nvcuda;
-    wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, LA> ah, al;
-    wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, LB> bh, bl;
-    wmma::load_matrix_sync(ah, pa, lda);
-    wmma::load_matrix_sync(bh, pb, ldb);
-#pragma unroll
-    for (int i = 0; i < ah.num_elements; i++) {
-        const float x = ah.x[i], hi = wmma::__float_to_tf32(x);
-        ah.x[i] = hi, al.x[i] = wmma::__float_to_tf32(x - hi);
-    }
-#pragma unroll
-    for (int i = 0; i < bh.num_elements; i++) {
-        const float x = bh.x[i], hi = wmma::__float_to_tf32(x);
-        bh.x[i] = hi, bl.x[i] = wmma::__float_to_tf32(x - hi);
-    }
-    wmma::mma_sync(acc, al, bh, acc);
-    wmma::mma_sync(acc, ah, bl, acc);
-    wmma::mma_sync(acc, ah, bh, acc);
 }
 
 /* Asynchronous copy of `rows` rows of `cols` floats (a multiple of 4; 16-byte aligned rows)
@@ -493,11 +468,9 @@ static size_t gdn_prep_smem(int64_t dk, int64_t dv) {
  *   load v),  W = Tinv (beta exp(gamma) k),  U = Tinv (beta v),  Q' = exp(gamma) q - P W,
  *   O0 = P U
  * and writes -W, Q', Kd = exp(gamma_last - gamma) k, U, O0, exp(gamma_last) (gdn_seg_ws).
- * Products on the tensor cores (3xTF32: mma.sync, or WMMA when WM). Rows past the sequence's
- * end are zero everywhere. */
-template <bool WM>
+ * Products on the tensor cores (3xTF32, gc_gemm). Rows past the sequence's end are zero
+ * everywhere. */
 __global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a, int64_t c0, gdn_seg_ws w) {
-    using namespace nvcuda;
     extern __shared__ __align__(128) float gp_smem[];
     const int dk = (int)a.dk, dv = (int)a.dv, dkp = gdn_dkp(a.dk), dvp = gdn_dvp(a.dv);
     const int ldk = dkp + 4, ldv = dvp + 8, ldqv = ldk > ldv ? ldk : ldv;
@@ -591,19 +564,10 @@ __global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a
             ti++;
         const int tj = t - ti * (ti + 1) / 2;
         const float *X = isp ? Qs : Ks;
-        if constexpr (WM) {
-            gc_acc acc;
-            wmma::fill_fragment(acc, 0.0f);
-            for (int kb = 0; kb < dkp / 8; kb++) /* K^T is K read column-major */
-                gc_mma3<wmma::row_major, wmma::col_major>(acc, X + ti * 16 * ldk + kb * 8, ldk,
-                                                          Ks + tj * 16 * ldk + kb * 8, ldk);
-            wmma::store_matrix_sync((isp ? Ps : As) + ti * 16 * GC_LDA + tj * 16, acc, GC_LDA, wmma::mem_row_major);
-        } else {
-            float acc[1][2][4];
-            gc_tiles_fill(acc, 0.0f);
-            gc_gemm<1, 2, false, true, false>(acc, X, ldk, Ks, ldk, ti * 16, tj * 16, dkp); /* B = K^T */
-            gc_tiles_store(acc, isp ? Ps : As, GC_LDA, ti * 16, tj * 16, 1.0f);
-        }
+        float acc[1][2][4];
+        gc_tiles_fill(acc, 0.0f);
+        gc_gemm<1, 2, false, true, false>(acc, X, ldk, Ks, ldk, ti * 16, tj * 16, dkp); /* B = K^T */
+        gc_tiles_store(acc, isp ? Ps : As, GC_LDA, ti * 16, tj * 16, 1.0f);
     }
     __syncthreads();
     for (int idx = tid; idx < GC * GC; idx += GC_PREP_THREADS) {
@@ -655,74 +619,29 @@ __global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a
         float *B = (isw ? Ks : Vs) + cj * 16;
         float *dst = isw ? w.wn + ch * GC * dkp + cj * 16 : w.u + ch * GC * dvp + cj * 16;
         const int ldd = isw ? dkp : dvp;
-        if constexpr (WM) {
-            gc_acc acc[4];
-#pragma unroll
-            for (int ri = 0; ri < 4; ri++) {
-                wmma::fill_fragment(acc[ri], 0.0f);
-                for (int kb = 0; kb < 2 * (ri + 1); kb++)
-                    gc_mma3<wmma::row_major, wmma::row_major>(acc[ri], As + ri * 16 * GC_LDA + kb * 8, GC_LDA,
-                                                              B + kb * 8 * ldb, ldb);
-            }
-            __syncwarp();
-#pragma unroll
-            for (int ri = 0; ri < 4; ri++) {
-                wmma::store_matrix_sync(B + ri * 16 * ldb, acc[ri], ldb, wmma::mem_row_major);
-                if (isw)
-#pragma unroll
-                    for (int e = 0; e < acc[ri].num_elements; e++)
-                        acc[ri].x[e] = -acc[ri].x[e];
-                wmma::store_matrix_sync(dst + ri * 16 * ldd, acc[ri], ldd, wmma::mem_row_major);
-            }
-        } else {
-            float acc[4][2][4];
-            gc_tiles_fill(acc, 0.0f);
-            gc_gemm<4, 2, false, false, true>(acc, As, GC_LDA, B, ldb, 0, 0, GC);
-            __syncwarp(); /* every lane's reads of the stripe done */
-            gc_tiles_store(acc, B, ldb, 0, 0, 1.0f);
-            gc_tiles_store(acc, dst, ldd, 0, 0, isw ? -1.0f : 1.0f);
-        }
+        float acc[4][2][4];
+        gc_tiles_fill(acc, 0.0f);
+        gc_gemm<4, 2, false, false, true>(acc, As, GC_LDA, B, ldb, 0, 0, GC);
+        __syncwarp(); /* every lane's reads of the stripe done */
+        gc_tiles_store(acc, B, ldb, 0, 0, 1.0f);
+        gc_tiles_store(acc, dst, ldd, 0, 0, isw ? -1.0f : 1.0f);
     }
     __syncthreads();
     /* Q' = exp(gamma) q + (-P) W (over the exp(gamma) q written above), O0 = -((-P) U); -P is
      * lower triangular too */
-    if constexpr (WM) {
-        for (int p = warp; p < 4 * nst; p += GC_PREP_THREADS / 32) {
-            const int ri = p / nst, s = p - ri * nst;
-            const bool isw = s < nsk;
-            const int cj = isw ? s : s - nsk, ldb = isw ? ldk : ldv;
-            const float *B = (isw ? Ks : Vs) + cj * 16;
-            gc_acc acc;
-            float *dst = isw ? w.qp + ch * GC * dkp + ri * 16 * dkp + cj * 16 : w.o0 + ch * GC * dvp + ri * 16 * dvp + cj * 16;
-            const unsigned ldd = isw ? dkp : dvp;
-            if (isw)
-                wmma::load_matrix_sync(acc, dst, ldd, wmma::mem_row_major);
-            else
-                wmma::fill_fragment(acc, 0.0f);
-            for (int kb = 0; kb < 2 * (ri + 1); kb++)
-                gc_mma3<wmma::row_major, wmma::row_major>(acc, Ps + ri * 16 * GC_LDA + kb * 8, GC_LDA,
-                                                          B + kb * 8 * ldb, ldb);
-            if (!isw)
-#pragma unroll
-                for (int e = 0; e < acc.num_elements; e++)
-                    acc.x[e] = -acc.x[e];
-            wmma::store_matrix_sync(dst, acc, ldd, wmma::mem_row_major);
-        }
-    } else {
-        for (int s = warp; s < nst; s += GC_PREP_THREADS / 32) {
-            const bool isw = s < nsk;
-            const int cj = isw ? s : s - nsk, ldb = isw ? ldk : ldv;
-            const float *B = (isw ? Ks : Vs) + cj * 16;
-            float *dst = isw ? w.qp + ch * GC * dkp + cj * 16 : w.o0 + ch * GC * dvp + cj * 16;
-            const int ldd = isw ? dkp : dvp;
-            float acc[4][2][4];
-            if (isw)
-                gc_tiles_load(acc, dst, ldd, 0, 0);
-            else
-                gc_tiles_fill(acc, 0.0f);
-            gc_gemm<4, 2, false, false, true>(acc, Ps, GC_LDA, B, ldb, 0, 0, GC);
-            gc_tiles_store(acc, dst, ldd, 0, 0, isw ? 1.0f : -1.0f);
-        }
+    for (int s = warp; s < nst; s += GC_PREP_THREADS / 32) {
+        const bool isw = s < nsk;
+        const int cj = isw ? s : s - nsk, ldb = isw ? ldk : ldv;
+        const float *B = (isw ? Ks : Vs) + cj * 16;
+        float *dst = isw ? w.qp + ch * GC * dkp + cj * 16 : w.o0 + ch * GC * dvp + cj * 16;
+        const int ldd = isw ? dkp : dvp;
+        float acc[4][2][4];
+        if (isw)
+            gc_tiles_load(acc, dst, ldd, 0, 0);
+        else
+            gc_tiles_fill(acc, 0.0f);
+        gc_gemm<4, 2, false, false, true>(acc, Ps, GC_LDA, B, ldb, 0, 0, GC);
+        gc_tiles_store(acc, dst, ldd, 0, 0, isw ? 1.0f : -1.0f);
     }
 }
 
@@ -738,11 +657,10 @@ static size_t gdn_walk_smem(int64_t dk, int nc) {
  *   S = exp(gamma_last) S + Kd^T v_new
  * While the first product runs, Kd is on its way; while the second runs, the next chunk's -W,
  * Q', U and O0 (cp.async). st: the carried state [Hv][dk][dv], read at the start unless
- * st_zero, written at the end. Products: mma.sync warp tiles of (16 MT) x 16, or WMMA (WM). */
-template <int NC, bool WM>
+ * st_zero, written at the end. Products: gc_gemm warp tiles of (16 MT) x 16. */
+template <int NC>
 __global__ void __launch_bounds__(GC_WALK_WARPS * 32, 1)
     k_gdn_walk(clef_gdn_args a, int64_t c0, int64_t n, gdn_seg_ws w, float *st, int st_zero) {
-    using namespace nvcuda;
     extern __shared__ __align__(128) float gw_smem[];
     const int dk = (int)a.dk, dv = (int)a.dv, dkp = gdn_dkp(a.dk), dvp = gdn_dvp(a.dv);
     const int ldk = dkp + 4, ldkb = dkp + 8; /* 4 and 8 (mod 32): see gc_gemm */
@@ -784,58 +702,32 @@ __global__ void __launch_bounds__(GC_WALK_WARPS * 32, 1)
         const int L = (int)(a.T - t0 < GC ? a.T - t0 : GC);
         __pipeline_wait_prior(1); /* groups complete in order: this chunk's -W, Q', U, O0 */
         __syncthreads();          /* ... for every thread, and the last update of S */
-        if constexpr (WM) {
-            for (int p = warp; p < 8 * CT; p += GC_WALK_WARPS) {
-                const int ri = p / CT, cj = p - ri * CT;
-                gc_acc acc;
-                wmma::load_matrix_sync(acc, UO + ri * 16 * ldn + cj * 16, ldn, wmma::mem_row_major);
-                for (int kb = 0; kb < dkp / 8; kb++)
-                    gc_mma3<wmma::row_major, wmma::row_major>(acc, WQ + ri * 16 * ldk + kb * 8, ldk,
-                                                              Ss + kb * 8 * ldn + cj * 16, ldn);
-                wmma::store_matrix_sync((ri < 4 ? Vn + ri * 16 * ldn : Ob + (ri - 4) * 16 * ldn) + cj * 16, acc, ldn,
-                                        wmma::mem_row_major);
-            }
-        } else { /* 128 rows x NC columns in (16 MT) x 16 warp tiles: 16 of them */
-            for (int p = warp; p < (8 / MT) * CT; p += GC_WALK_WARPS) {
-                const int r0 = (p / CT) * 16 * MT, n0 = (p - (p / CT) * CT) * 16;
-                float acc[MT][2][4];
-                gc_tiles_load(acc, UO, ldn, r0, n0);
-                gc_gemm<MT, 2, false, false, false>(acc, WQ, ldk, Ss, ldn, r0, n0, dkp);
-                gc_tiles_store(acc, r0 < GC ? Vn : Ob, ldn, r0 < GC ? r0 : r0 - GC, n0, 1.0f);
-            }
+        /* 128 rows x NC columns in (16 MT) x 16 warp tiles: 16 of them */
+        for (int p = warp; p < (8 / MT) * CT; p += GC_WALK_WARPS) {
+            const int r0 = (p / CT) * 16 * MT, n0 = (p - (p / CT) * CT) * 16;
+            float acc[MT][2][4];
+            gc_tiles_load(acc, UO, ldn, r0, n0);
+            gc_gemm<MT, 2, false, false, false>(acc, WQ, ldk, Ss, ldn, r0, n0, dkp);
+            gc_tiles_store(acc, r0 < GC ? Vn : Ob, ldn, r0 < GC ? r0 : r0 - GC, n0, 1.0f);
         }
         __pipeline_wait_prior(0); /* Kd */
         __syncthreads();          /* v_new and o complete; -W, Q', U, O0 and S read */
         load_wu(c + 1);
         const float el = w.elast[ch];
-        if constexpr (WM) {
-            for (int p = warp; p < (dkp / 16) * CT; p += GC_WALK_WARPS) {
-                const int mi = p / CT, nj = p - mi * CT;
-                gc_acc acc;
-                wmma::load_matrix_sync(acc, Ss + mi * 16 * ldn + nj * 16, ldn, wmma::mem_row_major);
+        /* dkp rows x NC columns, (16 MT) x 16 warp tiles; A = Kd^T */
+        for (int p = warp; p < (dkp / (16 * MT)) * CT; p += GC_WALK_WARPS) {
+            const int r0 = (p / CT) * 16 * MT, n0 = (p - (p / CT) * CT) * 16;
+            float acc[MT][2][4];
+            gc_tiles_load(acc, Ss, ldn, r0, n0);
 #pragma unroll
-                for (int e = 0; e < acc.num_elements; e++)
-                    acc.x[e] *= el;
-                for (int kb = 0; kb < GC / 8; kb++) /* Kd^T is Kd read column-major */
-                    gc_mma3<wmma::col_major, wmma::row_major>(acc, Kb + kb * 8 * ldkb + mi * 16, ldkb,
-                                                              Vn + kb * 8 * ldn + nj * 16, ldn);
-                wmma::store_matrix_sync(Ss + mi * 16 * ldn + nj * 16, acc, ldn, wmma::mem_row_major);
-            }
-        } else { /* dkp rows x NC columns, (16 MT) x 16 warp tiles; A = Kd^T */
-            for (int p = warp; p < (dkp / (16 * MT)) * CT; p += GC_WALK_WARPS) {
-                const int r0 = (p / CT) * 16 * MT, n0 = (p - (p / CT) * CT) * 16;
-                float acc[MT][2][4];
-                gc_tiles_load(acc, Ss, ldn, r0, n0);
+            for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                for (int mt = 0; mt < MT; mt++)
+                for (int nt = 0; nt < 2; nt++)
 #pragma unroll
-                    for (int nt = 0; nt < 2; nt++)
-#pragma unroll
-                        for (int e = 0; e < 4; e++)
-                            acc[mt][nt][e] *= el;
-                gc_gemm<MT, 2, true, false, false>(acc, Kb, ldkb, Vn, ldn, r0, n0, GC);
-                gc_tiles_store(acc, Ss, ldn, r0, n0, 1.0f);
-            }
+                    for (int e = 0; e < 4; e++)
+                        acc[mt][nt][e] *= el;
+            gc_gemm<MT, 2, true, false, false>(acc, Kb, ldkb, Vn, ldn, r0, n0, GC);
+            gc_tiles_store(acc, Ss, ldn, r0, n0, 1.0f);
         }
         for (int idx = tid; idx < L * NC; idx += NT) {
             const int r = idx / NC, j = idx - r * NC;
@@ -876,18 +768,15 @@ static void gdn_chunked(clef_backend *be, const clef_gdn_args *args, void *scrat
     gdn_seg_ws w = gdn_seg_ws_at(base, seg, Hv, args->dk, args->dv);
     const int dvp = gdn_dvp(args->dv), nc = gdn_slice_cols(be, Hv, dvp);
     const size_t prep_smem = gdn_prep_smem(args->dk, args->dv), walk_smem = gdn_walk_smem(args->dk, nc);
-    const bool wm = gc_wmma_tuned;
-    void (*prep)(clef_gdn_args, int64_t, gdn_seg_ws) = wm ? k_gdn_prep<true> : k_gdn_prep<false>;
-    void (*walk)(clef_gdn_args, int64_t, int64_t, gdn_seg_ws, float *, int) =
-        nc == 32 ? (wm ? k_gdn_walk<32, true> : k_gdn_walk<32, false>) : (wm ? k_gdn_walk<64, true> : k_gdn_walk<64, false>);
-    cuda_record(be, cudaFuncSetAttribute(prep, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)prep_smem),
+    void (*walk)(clef_gdn_args, int64_t, int64_t, gdn_seg_ws, float *, int) = nc == 32 ? k_gdn_walk<32> : k_gdn_walk<64>;
+    cuda_record(be, cudaFuncSetAttribute(k_gdn_prep, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)prep_smem),
                 "gdn chunk pass shared memory");
     cuda_record(be, cudaFuncSetAttribute(walk, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)walk_smem),
                 "gdn walk shared memory");
     float *st = args->state ? args->state : w.state;
     for (int64_t c0 = 0; c0 < n_chunks; c0 += seg) {
         const int64_t n = n_chunks - c0 < seg ? n_chunks - c0 : seg;
-        prep<<<dim3((unsigned)n, (unsigned)Hv), GC_PREP_THREADS, prep_smem, ctx->stream>>>(*args, c0, w);
+        k_gdn_prep<<<dim3((unsigned)n, (unsigned)Hv), GC_PREP_THREADS, prep_smem, ctx->stream>>>(*args, c0, w);
         const dim3 wgrid((unsigned)(dvp / nc), (unsigned)Hv);
         walk<<<wgrid, GC_WALK_WARPS * 32, walk_smem, ctx->stream>>>(*args, c0, n, w, st, !args->state && c0 == 0);
         CUDA_CHECK_LAUNCH(be, "gdn chunk kernels");
