@@ -679,7 +679,7 @@ int main(void) {
     /* the chunked kernel's bench-only tunings: the other walk width, short segments */
     clef_backend_cuda_tune_gdn(0, 64);
     test_gdn(300, 2, 4, 128, 128, 1, 1, CLEF_GDN_CHUNKED);
-    clef_backend_cuda_tune_gdn(3, 0); /* segments of 3 chunks: 6 segment boundaries */
+    clef_backend_cuda_tune_gdn(3, 0); /* segments of 3 chunks: 1,100 tokens in 6 segments */
     test_gdn(1100, 2, 4, 128, 128, 0, 1, CLEF_GDN_CHUNKED);
     clef_backend_cuda_tune_gdn(0, 0);
     test_elementwise(10007);
