@@ -113,6 +113,17 @@ int main(int argc, char **argv) {
             printf("| gdn | %s | %lld | %.3f | %.1f | %.1f |\n", mode ? "recurrent" : "chunked", (long long)T, ms, gf,
                    gf / ms);
             clef_backend_release(gpu, c.ws);
+            /* the chunked kernel's tuning (segment length, walk columns) at the long shapes */
+            static const int tunes[][2] = {{8, 0}, {32, 0}, {128, 0}, {16, 32}, {16, 64}};
+            for (size_t k = 0; !mode && T >= 2270 && k < sizeof tunes / sizeof tunes[0]; k++) {
+                clef_backend_cuda_tune_gdn(tunes[k][0], tunes[k][1]);
+                c.ws = clef_backend_alloc(gpu, clef_gdn_workspace_size(gpu, &c.a));
+                const double mt = time_ms(run_gdn, &c, runs);
+                printf("| gdn | chunked seg %d cols %d | %lld | %.3f | %.1f | %.1f |\n", tunes[k][0], tunes[k][1],
+                       (long long)T, mt, gf, gf / mt);
+                clef_backend_release(gpu, c.ws);
+                clef_backend_cuda_tune_gdn(0, 0);
+            }
         }
         for (int fp32 = 0; fp32 < 2; fp32++) {
             if (fp32 && T > 2270)

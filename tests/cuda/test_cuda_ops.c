@@ -449,12 +449,22 @@ static void test_gdn(int64_t T, int64_t Hk, int64_t Hv, int64_t dk, int64_t dv, 
 }
 
 /* Packed sequences (clef_seqs) through the chunked GPU kernel vs the CPU backend's recurrent
- * reference on the same packing: each sequence from its own state, none crossing a cut. */
-static void test_gdn_packed(void) {
-    const int64_t Hk = 2, Hv = 4, dk = 128, dv = 128, T = 64 + 1 + 130 + 7;
-    const int64_t start[] = {0, 64, 65, 195, T};
-    const int32_t start32[] = {0, 64, 65, 195, (int32_t)T};
-    const int64_t n_seqs = 4, ldq = Hk * dk * 2 + Hv * dv, ldo = Hv * dv;
+ * reference on the same packing: each sequence from its own state, none crossing a cut;
+ * lens may hold empty sequences. */
+static void test_gdn_packed(const int64_t *lens, int64_t n_seqs, int64_t Hk, int64_t Hv) {
+    const int64_t dk = 128, dv = 128;
+    int64_t *start = malloc(sizeof(int64_t) * (size_t)(n_seqs + 1)), T = 0, max_len = 0;
+    int32_t *start32 = malloc(sizeof(int32_t) * (size_t)(n_seqs + 1));
+    char shape[96];
+    int at = snprintf(shape, sizeof shape, "chunked H=%lld/%lld seqs", (long long)Hk, (long long)Hv);
+    for (int64_t s = 0; s < n_seqs; s++) {
+        start[s] = T, start32[s] = (int32_t)T, T += lens[s];
+        max_len = lens[s] > max_len ? lens[s] : max_len;
+        if (at < (int)sizeof shape)
+            at += snprintf(shape + at, sizeof shape - (size_t)at, "%s%lld", s ? "/" : " ", (long long)lens[s]);
+    }
+    start[n_seqs] = T, start32[n_seqs] = (int32_t)T;
+    const int64_t ldq = Hk * dk * 2 + Hv * dv, ldo = Hv * dv;
     size_t nqkv = (size_t)(T * ldq), nh = (size_t)(T * Hv), ns = (size_t)(n_seqs * Hv * dk * dv), no = (size_t)(T * ldo);
     float *qkv = malloc(nqkv * 4), *g = malloc(nh * 4), *beta = malloc(nh * 4), *st = malloc(ns * 4);
     float *st_c = malloc(ns * 4), *st_g = malloc(ns * 4), *oc = malloc(no * 4), *og = malloc(no * 4);
@@ -462,7 +472,7 @@ static void test_gdn_packed(void) {
     for (size_t i = 0; i < nh; i++)
         g[i] = -(float)(rnd_uniform() * 0.5), beta[i] = (float)(0.05 + 0.9 * rnd_uniform());
     memcpy(st_c, st, ns * 4);
-    clef_seqs sc = {.n_seqs = n_seqs, .start = start, .start_dev = start32, .max_len = 130};
+    clef_seqs sc = {.n_seqs = n_seqs, .start = start, .start_dev = start32, .max_len = max_len};
     clef_gdn_args a = {.T = T, .n_k_heads = Hk, .n_v_heads = Hv, .dk = dk, .dv = dv, .q = qkv, .ldq = ldq,
                        .k = qkv + Hk * dk, .ldk = ldq, .v = qkv + 2 * Hk * dk, .ldv = ldq, .g = g, .beta = beta,
                        .state = st_c, .o = oc, .ldo = ldo, .l2norm_qk = 1, .mode = CLEF_GDN_RECURRENT, .seqs = &sc};
@@ -470,7 +480,7 @@ static void test_gdn_packed(void) {
     clef_gdn(cpu, &a, cs);
     float *qd = to_gpu(gpu, qkv, nqkv * 4), *gd = to_gpu(gpu, g, nh * 4), *bd = to_gpu(gpu, beta, nh * 4);
     float *sd = to_gpu(gpu, st, ns * 4), *o_d = gpu_poisoned(no);
-    int32_t *sdev = to_gpu(gpu, start32, sizeof start32);
+    int32_t *sdev = to_gpu(gpu, start32, sizeof(int32_t) * (size_t)(n_seqs + 1));
     clef_seqs sg = sc;
     sg.start_dev = sdev;
     clef_gdn_args ag = a;
@@ -480,12 +490,13 @@ static void test_gdn_packed(void) {
     clef_gdn(gpu, &ag, gs);
     readback(og, o_d, no);
     readback(st_g, sd, ns);
-    report("gdn packed", "chunked 4 seqs 64/1/130/7 vs cpu", rel_l2(og, oc, no), 1e-4);
-    report("gdn packed st", "chunked 4 seqs 64/1/130/7 vs cpu", rel_l2(st_g, st_c, ns), 1e-4);
+    report("gdn packed", shape, rel_l2(og, oc, no), 1e-4);
+    report("gdn packed st", shape, rel_l2(st_g, st_c, ns), 1e-4);
     clef_backend_release(gpu, qd), clef_backend_release(gpu, gd), clef_backend_release(gpu, bd);
     clef_backend_release(gpu, sd), clef_backend_release(gpu, o_d), clef_backend_release(gpu, gs);
     clef_backend_release(gpu, sdev);
     free(qkv), free(g), free(beta), free(st), free(st_c), free(st_g), free(oc), free(og), free(cs);
+    free(start), free(start32);
 }
 
 static void test_elementwise(int64_t n) {
@@ -774,7 +785,7 @@ int main(void) {
         fprintf(stderr, "backend creation failed: %s\n", clef_last_error());
         return 1;
     }
-    clef_backend_cuda_set_gdn_chunked(gpu, 1); /* CLEF_GDN_CHUNKED runs the WY/UT kernel here */
+    clef_backend_cuda_set_gdn_chunked(gpu, 1); /* CLEF_GDN_CHUNKED: the WY/UT kernel (the default too) */
     test_matmul(1, 64, 48, 1, 0, 0);
     test_matmul(37, 200, 129, 1, 1, 1);
     test_matmul(300, 1024, 768, 1, 0, 1);
@@ -821,7 +832,23 @@ int main(void) {
         test_gdn(2048, 1, 2, 128, 128, 0, 1, m);
         test_gdn(8192, 1, 1, 128, 128, 1, 1, m);
     }
-    test_gdn_packed();
+    /* the chunked kernel only: a partial chunk past a segment's end (16 chunks), the 9B's heads
+     * (32-column walk blocks), the 27B's without the L2 norm; packed records, empty ones too */
+    test_gdn(1025, 1, 3, 128, 128, 1, 1, CLEF_GDN_CHUNKED);
+    test_gdn(1000, 16, 32, 128, 128, 1, 1, CLEF_GDN_CHUNKED);
+    test_gdn(300, 16, 48, 128, 128, 0, 0, CLEF_GDN_CHUNKED);
+    {
+        const int64_t lens[] = {64, 1, 130, 7};
+        test_gdn_packed(lens, 4, 2, 4);
+        const int64_t lens2[] = {0, 200, 1, 0, 65, 1100, 3};
+        test_gdn_packed(lens2, 7, 16, 32);
+    }
+    /* the chunked kernel's bench-only tunings: the other walk width, short segments */
+    clef_backend_cuda_tune_gdn(0, 64);
+    test_gdn(300, 2, 4, 128, 128, 1, 1, CLEF_GDN_CHUNKED);
+    clef_backend_cuda_tune_gdn(3, 0); /* segments of 3 chunks: 1,100 tokens in 6 segments */
+    test_gdn(1100, 2, 4, 128, 128, 0, 1, CLEF_GDN_CHUNKED);
+    clef_backend_cuda_tune_gdn(0, 0);
     test_elementwise(10007);
     test_head_ops();
     test_norm_widths();

@@ -48,12 +48,17 @@ int clef_backend_cuda_fill_normal_bf16(clef_backend *be, void *dst, size_t n, fl
  * slower, fp32-exact; for parity checks. */
 void clef_backend_cuda_set_attention_fp32(clef_backend *be, int on);
 
-/* The gated delta rule's kernel for CLEF_GDN_CHUNKED: on (1), the chunked WY/UT form on the
- * tensor cores (cuda_gdn.cu); off (0, the default), the token-by-token kernel, which is the
- * faster of the two at the Qwen3.5 shapes measured so far (bench/RESULTS.md). Both compute
- * the same function within the op's tolerance; CLEF_GDN_RECURRENT always runs the
- * token-by-token kernel. Set before sizing workspaces (gdn_workspace_size follows it). */
+/* The gated delta rule's kernel for CLEF_GDN_CHUNKED: the chunked WY/UT form on the tensor
+ * cores (cuda_gdn.cu) runs by default (the faster form at the Qwen3.5 shapes, bench/RESULTS.md),
+ * for key and value head dims <= 128, so this switch no longer changes anything; it stays
+ * for callers that set it. CLEF_GDN_RECURRENT (the model's gdn_mode) runs the token-by-token
+ * kernel, the reference form. Both compute the same function within the op's tolerance. */
 void clef_backend_cuda_set_gdn_chunked(clef_backend *be, int on);
+
+/* Bench-only tuning of the chunked gated delta rule, process-wide: seg_chunks chunks of 64
+ * per segment (its scratch; 0 = the default, 16), slice_cols value columns per walk block
+ * (32 or 64; 0 = chosen from the head count and the device). Set before sizing workspaces. */
+void clef_backend_cuda_tune_gdn(int seg_chunks, int slice_cols);
 
 /* 1 when tensor-core attention (head_dim 64, 65-80, 128, 256, with scratch) runs the register-
  * accumulator flash kernel (cuda_flash.cu: its accumulator layout was checked on this

@@ -1,39 +1,45 @@
 /*
  * cuda_gdn.cu — the gated delta rule on the GPU, in two forms:
  *
- * CLEF_GDN_CHUNKED (after clef_backend_cuda_set_gdn_chunked(be, 1); key heads <= 128):
- * chunks of 64 tokens in the WY/UT form, split the way flash-linear-attention splits it so
- * that only one pass is sequential. Per chunk (rows i, j < L, gamma_i = cumulative log decay
- * from the chunk's start, q and k L2-normalised):
+ * CLEF_GDN_CHUNKED (the default; key and value head dims <= 128): chunks of 64 tokens in the
+ * WY/UT form, split the way flash-linear-attention splits it so that only one pass is
+ * sequential. Per chunk (rows i, j < L, gamma_i = cumulative log decay from the chunk's start,
+ * q and k L2-normalised):
  *   A_ij  = beta_i exp(gamma_i - gamma_j) k_i.k_j (j < i),  Tinv = (I + A)^-1
  *   P_ij  = exp(gamma_i - gamma_j) q_i.k_j (j <= i)
  *   W     = Tinv (beta exp(gamma) K),  U = Tinv (beta V)
  *   v_new = U - W S                      (S: the state at the chunk's start)
- *   o     = exp(gamma) (Q S) + P v_new
+ *   o     = exp(gamma) (Q S) + P v_new = Q' S + O0,  Q' = exp(gamma) Q - P W,  O0 = P U
  *   S'    = exp(gamma_last) S + (exp(gamma_last - gamma) K)^T v_new
- * Four kernels per segment of GC_SEG chunks: prep (q/k norms, decays, A, P, Tinv on the CUDA
- * cores; parallel over chunks x heads), W/U (parallel), the walk (the only sequential pass:
- * v_new and S' per chunk, the state at each chunk's start stored, the next chunk's operands
- * copied asynchronously while this one computes), the output (parallel over chunks x heads x
- * 64 columns). The products run as WMMA TF32 with the 3xTF32 split (a = hi + lo, a*b ~
- * hi*hi + hi*lo + lo*hi), which keeps fp32 accuracy: TF32 alone (10-bit mantissa) would put
- * the state's error near the 1e-3 bound at long T. Measured on an H200 (bench/RESULTS.md,
- * run13) it is exact (~2e-6 vs float64) but slower than the recurrent kernel at the 27B's
- * heads (1.78 vs 1.45 ms per layer at 2,270 tokens): each of its kernels is bound by one
- * block's latency (~50 us for a 240-block launch) and it moves ~0.7 MB of fp32 per chunk and
- * head. So CLEF_GDN_CHUNKED runs the recurrent kernel by default.
+ * Two kernels per segment of up to GC_SEG_DEFAULT chunks (the segment bounds the scratch):
+ *   k_gdn_prep, fully parallel over (chunk, v-head): norms, decays, A and P, Tinv (forward
+ *     substitution on the CUDA cores), W, U, Q', O0; it leaves -W, Q', Kd, U, O0 for the walk,
+ *     which so needs no P.
+ *   k_gdn_walk, the only sequential pass, parallel over (v-head, 32 or 64 value columns): the
+ *     columns of S are independent (S[:, cols] needs all of W but only its own columns of U and
+ *     O0), so 48 heads x 2..4 column blocks fill the device. Per chunk [v_new; o] = [U; O0] +
+ *     [-W; Q'] S (o written right there: no per-chunk state is stored), then S' ; the next
+ *     chunk's operands arrive by cp.async while this one computes.
+ * Every product runs on the tensor cores as 3xTF32 (mma.sync m16n8k8 with PTX's fragment
+ * layouts, gc_gemm: a = hi + lo, a b ~ hi hi + hi lo + lo hi), which keeps fp32 accuracy:
+ * ~3e-6 vs a float64 recurrence at T = 1 .. 8,192, where TF32 alone (10-bit mantissa) would
+ * put the state's error near the 1e-3 bound at long T. Measured on an H200 (bench/RESULTS.md,
+ * run15): 0.98 ms per 27B layer at 2,270 tokens (the token-by-token kernel: 1.44), 0.69 per
+ * 9B layer (1.03); prep ~58% of it, the walk ~11 us per chunk. An earlier form with WMMA
+ * fragments and four kernels per segment took 1.57-1.78 ms: WMMA's TF32 fragments loaded
+ * through generic addresses, converted by an emulated cvt.rna.tf32 (six instructions an
+ * element) and split once per tile instead of once per warp.
  *
- * CLEF_GDN_RECURRENT (and CHUNKED by default): the exact token-by-token recurrence with the
- * state held in registers. The columns of S (one per value dim) evolve independently — column
- * j only needs k_t, q_t, v_t[j], g_t and beta_t — so a warp owns GDN_COLS columns of one
- * head, each lane holding rows lane, lane+32, ... of them (dk <= 256). A first, fully
- * parallel kernel L2-normalises (and scales) q and k into the scratch buffer, so a step of the
- * recurrence is a few FMAs per lane and two butterfly reductions (S~^T k, S^T q). The
- * GDN_WARPS warps of a block (all of one head) share one copy of each token's q and k, copied
- * GDN_TILE tokens at a time into shared memory (cp.async, the next tile while this one runs),
- * instead of every warp loading its own copy from L2 (64 warps per head re-reading the same
- * rows, ~7 GB per 27B layer at 2,270 tokens). Measured: 1.72 -> 1.45 ms per 27B layer, 1.51
- * -> 1.04 per 9B layer; what bounds the step now is the latency of its two reductions.
+ * CLEF_GDN_RECURRENT (and head dims past 128): the exact token-by-token recurrence with the
+ * state held in registers, the reference form. The columns of S (one per value dim) evolve
+ * independently — column j only needs k_t, q_t, v_t[j], g_t and beta_t — so a warp owns
+ * GDN_COLS columns of one head, each lane holding rows lane, lane+32, ... of them (dk <= 256).
+ * A first, fully parallel kernel L2-normalises (and scales) q and k into the scratch buffer,
+ * so a step of the recurrence is a few FMAs per lane and two butterfly reductions (S~^T k,
+ * S^T q). The GDN_WARPS warps of a block (all of one head) share one copy of each token's q
+ * and k, copied GDN_TILE tokens at a time into shared memory (cp.async, the next tile while
+ * this one runs). Measured: 1.45 ms per 27B layer at 2,270 tokens, bound by the latency of
+ * its two reductions per token.
  */
 #include "backend/cuda/cuda_internal.cuh"
 
@@ -230,44 +236,58 @@ __global__ void __launch_bounds__(GDN_WARPS * 32) k_gdn_recurrent(clef_gdn_args 
 
 /* ---- chunked form (WY/UT), see the file comment ------------------------------------------ */
 
-#include <mma.h>
-
 #define GC 64                 /* chunk length */
-#define GC_SEG 8              /* chunks per segment: bounds the scratch (see gdn_seg_ws) */
+#define GC_LDA (GC + 4)       /* row stride of the 64x64 A, Tinv, P in shared memory */
+#define GC_MAX_D 128          /* key and value head dims up to 128 (padded to 32) */
 #define GC_PREP_THREADS 256
-#define GC_LDT (GC + 8)       /* row stride of 64-wide tiles in shared memory */
-#define GC_SLICE 64           /* value columns per walk / output block */
 #define GC_WALK_WARPS 16
-#define GC_MAX_DK 128         /* key heads up to 128 (padded to 16): the walk's tiles fit a block */
+#define GC_SEG_DEFAULT 16     /* chunks per segment: bounds the scratch (gdn_seg_ws) */
+
+/* The chunked kernel runs for CLEF_GDN_CHUNKED by default (1), or only after
+ * clef_backend_cuda_set_gdn_chunked(be, 1) (0). */
+#define GC_BY_DEFAULT 1
+
+/* Bench-only tuning (clef_backend_cuda_tune_gdn): 0 = the defaults. */
+static int gc_seg_tuned, gc_slice_tuned;
+
+extern "C" void clef_backend_cuda_tune_gdn(int seg_chunks, int slice_cols) {
+    gc_seg_tuned = seg_chunks > 0 ? seg_chunks : 0;
+    gc_slice_tuned = slice_cols == 32 || slice_cols == 64 ? slice_cols : 0;
+}
 
 __host__ __device__ static inline int64_t gdn_chunks(int64_t T) { return (T + GC - 1) / GC; }
-__host__ __device__ static inline int gdn_dkp(int64_t dk) { return (int)((dk + 15) / 16 * 16); }
-__host__ __device__ static inline int gdn_dvp(int64_t dv) { return (int)((dv + GC_SLICE - 1) / GC_SLICE * GC_SLICE); }
+__host__ __device__ static inline int gdn_dkp(int64_t dk) { return (int)((dk + 31) / 32 * 32); }
+__host__ __device__ static inline int gdn_dvp(int64_t dv) { return (int)((dv + 31) / 32 * 32); }
 
-/* Scratch of one segment (up to GC_SEG chunks) for all v-heads; ch = local chunk * Hv + head.
- * Every array starts 256-byte aligned (the tensor-core loads and cp.async need 32 / 16). */
+static int64_t gdn_seg_chunks(int64_t n_chunks) {
+    const int64_t s = gc_seg_tuned > 0 ? gc_seg_tuned : GC_SEG_DEFAULT;
+    return n_chunks < s ? n_chunks : s;
+}
+
+/* Scratch of one segment (up to gdn_seg_chunks chunks) for all v-heads; ch = local chunk * Hv
+ * + head. What the parallel pass leaves for the walk, so that the walk needs no P:
+ *   o = exp(gamma) Q S + P (U - W S) = (exp(gamma) Q - P W) S + P U = Q' S + O0.
+ * Every array starts 256-byte aligned (tensor-core loads need 32 bytes, cp.async 16). */
 typedef struct gdn_seg_ws {
-    float *tinv, *pm;   /* [ch][64][64]: (I + A)^-1, and P (decayed, masked q.k) */
-    float *wn;          /* [ch][64][dkp]: beta exp(gamma) k (prep), then -W = -Tinv (that) */
-    float *kd;          /* [ch][64][dkp]: exp(gamma_last - gamma) k */
-    float *qe;          /* [ch][64][dkp]: exp(gamma) q, normalised and scaled */
-    float *u;           /* [ch][64][dvp]: U = Tinv (beta v), then the walk's v_new = U - W S */
-    float *sc;          /* [ch][dkp][dvp]: the state at the chunk's start */
-    float *elast;       /* [ch]: exp(gamma_last) */
-    float *state;       /* [Hv][dk][dv]: the carried state when the op has none */
+    float *wn;    /* [ch][64][dkp]: -W = -Tinv (beta exp(gamma) k) */
+    float *qp;    /* [ch][64][dkp]: Q' = exp(gamma) q - P W */
+    float *kd;    /* [ch][64][dkp]: exp(gamma_last - gamma) k */
+    float *u;     /* [ch][64][dvp]: U = Tinv (beta v) */
+    float *o0;    /* [ch][64][dvp]: O0 = P U */
+    float *elast; /* [ch]: exp(gamma_last) */
+    float *state; /* [Hv][dk][dv]: the carried state when the op has none */
 } gdn_seg_ws;
 
 static size_t gdn_seg_ws_floats(int64_t chunks, int64_t Hv, int64_t dk, int64_t dv) {
     const size_t ch = (size_t)(chunks * Hv), dkp = (size_t)gdn_dkp(dk), dvp = (size_t)gdn_dvp(dv);
-    return ch * (2 * GC * GC + 3 * GC * dkp + GC * dvp + dkp * dvp) + (ch + 63) / 64 * 64 + (size_t)(Hv * dk * dv);
+    return ch * GC * (3 * dkp + 2 * dvp) + (ch + 63) / 64 * 64 + (size_t)(Hv * dk * dv);
 }
 
 static gdn_seg_ws gdn_seg_ws_at(float *base, int64_t chunks, int64_t Hv, int64_t dk, int64_t dv) {
     const size_t ch = (size_t)(chunks * Hv), dkp = (size_t)gdn_dkp(dk), dvp = (size_t)gdn_dvp(dv);
     gdn_seg_ws w;
-    w.tinv = base, w.pm = w.tinv + ch * GC * GC, w.wn = w.pm + ch * GC * GC;
-    w.kd = w.wn + ch * GC * dkp, w.qe = w.kd + ch * GC * dkp, w.u = w.qe + ch * GC * dkp;
-    w.sc = w.u + ch * GC * dvp, w.elast = w.sc + ch * dkp * dvp, w.state = w.elast + (ch + 63) / 64 * 64;
+    w.wn = base, w.qp = w.wn + ch * GC * dkp, w.kd = w.qp + ch * GC * dkp, w.u = w.kd + ch * GC * dkp;
+    w.o0 = w.u + ch * GC * dvp, w.elast = w.o0 + ch * GC * dvp, w.state = w.elast + (ch + 63) / 64 * 64;
     return w;
 }
 
@@ -313,146 +333,6 @@ __device__ __forceinline__ void gc_copy2(int n, int tid, int threads, L1 load1, 
     }
 }
 
-/* One segment of one sequence: chunks [c0, c0 + n) of the op's T tokens. */
-typedef struct gdn_seg {
-    int64_t c0, n;
-} gdn_seg;
-
-/* One block per (chunk, v-head): normalise the chunk's q and k rows, cumulative decay, A and P
- * (CUDA-core dot products), Tinv = (I + A)^-1 by forward substitution (one thread per column of
- * the identity, registers indexed by unrolled constants only); writes the operands of the
- * later passes (struct gdn_seg_ws). Rows past the sequence's end are zero everywhere. */
-__global__ void __launch_bounds__(GC_PREP_THREADS) k_gdn_chunk_prep(clef_gdn_args a, gdn_seg sg, gdn_seg_ws w) {
-    extern __shared__ float gp_smem[];
-    const int dk = (int)a.dk, ld = dk + 1; /* odd stride: rows i and j of a warp hit distinct banks */
-    const int dkp = gdn_dkp(a.dk);
-    float *Qs = gp_smem, *Ks = Qs + GC * ld, *As = Ks + GC * ld, *gs = As + GC * (GC + 1);
-    float *bs = gs + GC, *iq = bs + GC, *ik = iq + GC;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int64_t h = blockIdx.y, Hv = a.n_v_heads, kh = h / (Hv / a.n_k_heads);
-    const int64_t ch = (int64_t)blockIdx.x * Hv + h;
-    const int64_t t0 = (sg.c0 + blockIdx.x) * GC;
-    const int L = (int)(a.T - t0 < GC ? a.T - t0 : GC);
-
-    const float *qg = a.q + t0 * a.ldq + kh * dk, *kg = a.k + t0 * a.ldk + kh * dk;
-    gc_copy2(GC * dk, tid, GC_PREP_THREADS,
-             [&](int i) { int r = i / dk, d = i - r * dk; return r < L ? qg[r * a.ldq + d] : 0.0f; },
-             [&](int i, float x) { int r = i / dk, d = i - r * dk; Qs[r * ld + d] = x; },
-             [&](int i) { int r = i / dk, d = i - r * dk; return r < L ? kg[r * a.ldk + d] : 0.0f; },
-             [&](int i, float x) { int r = i / dk, d = i - r * dk; Ks[r * ld + d] = x; });
-    if (tid < GC) {
-        gs[tid] = tid < L ? a.g[(t0 + tid) * Hv + h] : 0.0f;
-        bs[tid] = tid < L ? a.beta[(t0 + tid) * Hv + h] : 0.0f;
-    }
-    __syncthreads();
-    /* scales as the recurrent kernel: q / sqrt(sum q^2 + 1e-6) / sqrt(dk), k / sqrt(sum k^2 + 1e-6) */
-    const float scale = 1.0f / sqrtf((float)dk);
-    for (int r = warp; r < GC; r += GC_PREP_THREADS / 32) {
-        float sq = 0.0f, sk = 0.0f;
-        for (int d = lane; d < dk; d += 32)
-            sq += Qs[r * ld + d] * Qs[r * ld + d], sk += Ks[r * ld + d] * Ks[r * ld + d];
-        sq = warp_sum(sq), sk = warp_sum(sk);
-        if (lane == 0) {
-            iq[r] = a.l2norm_qk ? 1.0f / sqrtf(sq + 1e-6f) : 1.0f;
-            ik[r] = a.l2norm_qk ? 1.0f / sqrtf(sk + 1e-6f) : 1.0f;
-        }
-    }
-    if (tid == 0) { /* cumulative log decay; rows past L add 0 */
-        float acc = 0.0f;
-        for (int r = 0; r < GC; r++)
-            acc += gs[r], gs[r] = acc;
-    }
-    __syncthreads();
-    for (int idx = tid; idx < GC * dk; idx += GC_PREP_THREADS) {
-        int r = idx / dk, d = idx - r * dk;
-        Qs[r * ld + d] = (Qs[r * ld + d] * iq[r]) * scale;
-        Ks[r * ld + d] *= ik[r];
-    }
-    __syncthreads();
-    /* the operands of the W/U, walk and output passes; columns dk .. dkp are zero */
-    {
-        const float gl = gs[GC - 1]; /* = gamma at row L - 1: rows past L add 0 */
-        float *wn = w.wn + ch * GC * dkp, *kd = w.kd + ch * GC * dkp, *qe = w.qe + ch * GC * dkp;
-        for (int idx = tid; idx < GC * dkp; idx += GC_PREP_THREADS) {
-            const int r = idx / dkp, d = idx - r * dkp;
-            const bool in = r < L && d < dk;
-            const float kv = in ? Ks[r * ld + d] : 0.0f, qv = in ? Qs[r * ld + d] : 0.0f;
-            wn[idx] = bs[r] * expf(gs[r]) * kv;
-            kd[idx] = expf(gl - gs[r]) * kv;
-            qe[idx] = expf(gs[r]) * qv;
-        }
-        if (tid == 0)
-            w.elast[ch] = expf(gl);
-    }
-    /* thread: row i, columns j = jj, jj + 4, ... */
-    {
-        const int i = tid >> 2, jj = tid & 3;
-        float kk[GC / 4], qk[GC / 4];
-#pragma unroll
-        for (int m = 0; m < GC / 4; m++)
-            kk[m] = 0.0f, qk[m] = 0.0f;
-        for (int d = 0; d < dk; d++) {
-            const float ki = Ks[i * ld + d], qi = Qs[i * ld + d];
-#pragma unroll
-            for (int m = 0; m < GC / 4; m++) {
-                const float kj = Ks[(jj + 4 * m) * ld + d];
-                kk[m] += ki * kj, qk[m] += qi * kj;
-            }
-        }
-        float *P = w.pm + (ch * GC + i) * GC;
-#pragma unroll
-        for (int m = 0; m < GC / 4; m++) {
-            const int j = jj + 4 * m;
-            const float dec = (j <= i && i < L) ? expf(gs[i] - gs[j]) : 0.0f;
-            As[i * (GC + 1) + j] = j < i ? bs[i] * dec * kk[m] : 0.0f;
-            P[j] = dec * qk[m];
-        }
-    }
-    __syncthreads();
-    if (tid < GC) {
-        const int j = tid;
-        float x[GC];
-#pragma unroll
-        for (int i = 0; i < GC; i++) {
-            float s[4] = {i == j ? 1.0f : 0.0f, 0.0f, 0.0f, 0.0f}; /* 4 chains: a quarter of the latency */
-#pragma unroll
-            for (int m = 0; m < i; m++)
-                s[m & 3] -= As[i * (GC + 1) + m] * x[m];
-            x[i] = (s[0] + s[1]) + (s[2] + s[3]);
-        }
-        float *Ti = w.tinv + ch * GC * GC;
-#pragma unroll
-        for (int i = 0; i < GC; i++)
-            Ti[i * GC + j] = x[i];
-    }
-}
-
-typedef nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 8, float> gc_acc;
-
-/* acc += a b on the tensor cores at ~fp32 accuracy (3xTF32): a 16x8 (layout LA), b 8x16
- * row-major, both fp32 in shared memory (32-byte aligned, ld a multiple of 4 floats). */
-template <typename LA>
-__device__ __forceinline__ void gc_mma3(gc_acc &acc, const float *pa, unsigned lda, const float *pb, unsigned ldb) {
-    using namespace nvcuda;
-    wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, LA> ah, al;
-    wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> bh, bl;
-    wmma::load_matrix_sync(ah, pa, lda);
-    wmma::load_matrix_sync(bh, pb, ldb);
-#pragma unroll
-    for (int i = 0; i < ah.num_elements; i++) {
-        const float x = ah.x[i], hi = wmma::__float_to_tf32(x);
-        ah.x[i] = hi, al.x[i] = wmma::__float_to_tf32(x - hi);
-    }
-#pragma unroll
-    for (int i = 0; i < bh.num_elements; i++) {
-        const float x = bh.x[i], hi = wmma::__float_to_tf32(x);
-        bh.x[i] = hi, bl.x[i] = wmma::__float_to_tf32(x - hi);
-    }
-    wmma::mma_sync(acc, al, bh, acc);
-    wmma::mma_sync(acc, ah, bl, acc);
-    wmma::mma_sync(acc, ah, bh, acc);
-}
-
 /* Asynchronous copy of `rows` rows of `cols` floats (a multiple of 4; 16-byte aligned rows)
  * from global (row stride lds) to shared memory (row stride ldd), `threads` threads. */
 __device__ __forceinline__ void gc_async_rows(float *dst, int ldd, const float *src, int64_t lds, int rows, int cols,
@@ -464,214 +344,441 @@ __device__ __forceinline__ void gc_async_rows(float *dst, int ldd, const float *
     }
 }
 
-/* One block per (chunk, v-head), 8 warps: -W = -Tinv (beta exp(gamma) k) over wn in place and
- * U = Tinv (beta v), as 16 x 16 tiles dealt round the warps. */
-__global__ void __launch_bounds__(256) k_gdn_chunk_wu(clef_gdn_args a, gdn_seg sg, gdn_seg_ws w) {
-    using namespace nvcuda;
-    extern __shared__ __align__(128) float gu_smem[];
-    const int dkp = gdn_dkp(a.dk), dvp = gdn_dvp(a.dv), dv = (int)a.dv, ldb = dkp + dvp + 8;
-    float *Tb = gu_smem;          /* [64][GC_LDT] */
-    float *Bb = Tb + GC * GC_LDT; /* [64][ldb]: wn's rows | beta v rows */
-    const int tid = threadIdx.x, warp = tid >> 5;
-    const int64_t h = blockIdx.y, Hv = a.n_v_heads, ch = (int64_t)blockIdx.x * Hv + h;
-    const int64_t t0 = (sg.c0 + blockIdx.x) * GC;
-    const int L = (int)(a.T - t0 < GC ? a.T - t0 : GC);
-    gc_async_rows(Tb, GC_LDT, w.tinv + ch * GC * GC, GC, GC, GC, tid, 256);
-    gc_async_rows(Bb, ldb, w.wn + ch * GC * dkp, dkp, GC, dkp, tid, 256);
-    __pipeline_commit();
-    const float *vg = a.v + t0 * a.ldv + h * dv;
-    gc_copy(GC * dvp, tid, 256,
-            [&](int i) {
-                int r = i / dvp, j = i - r * dvp;
-                return (r < L && j < dv) ? a.beta[(t0 + r) * Hv + h] * vg[r * a.ldv + j] : 0.0f;
-            },
-            [&](int i, float x) { int r = i / dvp, j = i - r * dvp; Bb[r * ldb + dkp + j] = x; });
-    __pipeline_wait_prior(0);
-    __syncthreads();
-    const int nct = (dkp + dvp) / 16;
-    for (int p = warp; p < 4 * nct; p += 8) {
-        const int r0 = (p / nct) * 16, c0 = (p % nct) * 16;
-        gc_acc acc;
-        wmma::fill_fragment(acc, 0.0f);
-        for (int kb = 0; kb < GC / 8; kb++)
-            gc_mma3<wmma::row_major>(acc, Tb + r0 * GC_LDT + kb * 8, GC_LDT, Bb + kb * 8 * ldb + c0, ldb);
-        if (c0 < dkp) {
+/* ---- warp-tile products with mma.sync m16n8k8 TF32, 3xTF32 (the default) ----------------
+ * Fragment layouts are PTX's for mma.m16n8k8 .tf32 (g = lane / 4, t = lane % 4):
+ *   A 16x8: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
+ *   B 8x8:  b0 (t, g), b1 (t + 4, g)
+ *   C 16x8: c0 (g, 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1)
+ * Unlike WMMA's opaque fragments, these load straight from shared memory (LDS, no generic
+ * addressing), split each operand once for all the tiles of a warp that use it, and split by
+ * a mask: hi = x with its low 13 mantissa bits cleared (what a TF32 product reads), lo = x -
+ * hi (exact in fp32; the product reads its top 10 mantissa bits), so x ~ hi + lo to ~2^-21
+ * and a b ~ hi hi + hi lo + lo hi (the dropped lo lo is ~2^-20 of a b). */
+__device__ __forceinline__ void gc_split(float x, uint32_t &hi, uint32_t &lo) {
+    const uint32_t h = __float_as_uint(x) & 0xffffe000u;
+    hi = h, lo = __float_as_uint(x - __uint_as_float(h));
+}
+
+__device__ __forceinline__ void gc_mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* acc[mt][nt] (the 16x8 tile at rows r0 + 16 mt, columns n0 + 8 nt) += sum over k < K (a
+ * multiple of 8) of A(m, k) B(k, n), with A(m, k) = AT ? A[k lda + m] : A[m lda + k] and
+ * B(k, n) = BT ? B[n ldb + k] : B[k ldb + n]. TRI: A is lower triangular (A(m, k) = 0 for
+ * k > m), so a row tile stops at its diagonal. Shared-memory strides: lda = 4 (mod 32) for a
+ * row-major A, 8 for a transposed one; ldb = 8 for a row-major B, 4 for a transposed one (no
+ * bank conflicts). */
+template <int MT, int NT, bool AT, bool BT, bool TRI>
+__device__ __forceinline__ void gc_gemm(float (&acc)[MT][NT][4], const float *A, int lda, const float *B, int ldb,
+                                        int r0, int n0, int K) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll 2
+    for (int k0 = 0; k0 < K; k0 += 8) {
+        uint32_t ah[MT][4], al[MT][4], bh[NT][2], bl[NT][2];
 #pragma unroll
-            for (int i = 0; i < acc.num_elements; i++)
-                acc.x[i] = -acc.x[i];
-            wmma::store_matrix_sync(w.wn + ch * GC * dkp + r0 * dkp + c0, acc, dkp, wmma::mem_row_major);
-        } else {
-            wmma::store_matrix_sync(w.u + ch * GC * dvp + r0 * dvp + (c0 - dkp), acc, dvp, wmma::mem_row_major);
+        for (int mt = 0; mt < MT; mt++) {
+            const int r = r0 + mt * 16 + g;
+            if (TRI && k0 >= r0 + mt * 16 + 16)
+                continue;
+            float x[4];
+            if (AT) {
+                x[0] = A[(k0 + t) * lda + r], x[1] = A[(k0 + t) * lda + r + 8];
+                x[2] = A[(k0 + t + 4) * lda + r], x[3] = A[(k0 + t + 4) * lda + r + 8];
+            } else {
+                x[0] = A[r * lda + k0 + t], x[1] = A[(r + 8) * lda + k0 + t];
+                x[2] = A[r * lda + k0 + t + 4], x[3] = A[(r + 8) * lda + k0 + t + 4];
+            }
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                gc_split(x[i], ah[mt][i], al[mt][i]);
+        }
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            const int n = n0 + nt * 8 + g;
+            const float y0 = BT ? B[n * ldb + k0 + t] : B[(k0 + t) * ldb + n];
+            const float y1 = BT ? B[n * ldb + k0 + t + 4] : B[(k0 + t + 4) * ldb + n];
+            gc_split(y0, bh[nt][0], bl[nt][0]);
+            gc_split(y1, bh[nt][1], bl[nt][1]);
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            if (TRI && k0 >= r0 + mt * 16 + 16)
+                continue;
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                gc_mma(acc[mt][nt], al[mt], bh[nt][0], bh[nt][1]);
+                gc_mma(acc[mt][nt], ah[mt], bl[nt][0], bl[nt][1]);
+                gc_mma(acc[mt][nt], ah[mt], bh[nt][0], bh[nt][1]);
+            }
         }
     }
 }
 
-static size_t gdn_walk_smem(int64_t dk) {
-    const int dkp = gdn_dkp(dk), ldw = dkp + 4;
-    return sizeof(float) * (size_t)(dkp * GC_LDT + 2 * 2 * GC * ldw + 2 * GC * GC_LDT) + 128;
+/* The accumulator tiles of gc_gemm from / to a row-major matrix (row stride ld), or filled. */
+template <int MT, int NT>
+__device__ __forceinline__ void gc_tiles_load(float (&acc)[MT][NT][4], const float *C, int64_t ld, int r0, int n0) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            const float *c = C + (int64_t)(r0 + mt * 16 + g) * ld + n0 + nt * 8 + 2 * t;
+            acc[mt][nt][0] = c[0], acc[mt][nt][1] = c[1], acc[mt][nt][2] = c[8 * ld], acc[mt][nt][3] = c[8 * ld + 1];
+        }
 }
 
-/* The only sequential pass. One block per (64 value columns, v-head), 16 warps, walks the
- * segment's chunks in order with its slice of S in shared memory:
- *   S_c -> sc;  v_new = U + (-W) S -> u;  S = exp(gamma_last) S + Kd^T v_new
- * The next chunk's -W, Kd and U are copied (cp.async) into the second buffer while this one
- * computes. st: the carried state [Hv][dk][dv], read at the start unless st_zero, written at
- * the end. */
+template <int MT, int NT>
+__device__ __forceinline__ void gc_tiles_store(const float (&acc)[MT][NT][4], float *C, int64_t ld, int r0, int n0,
+                                               float sign) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            float *c = C + (int64_t)(r0 + mt * 16 + g) * ld + n0 + nt * 8 + 2 * t;
+            c[0] = sign * acc[mt][nt][0], c[1] = sign * acc[mt][nt][1];
+            c[8 * ld] = sign * acc[mt][nt][2], c[8 * ld + 1] = sign * acc[mt][nt][3];
+        }
+}
+
+template <int MT, int NT>
+__device__ __forceinline__ void gc_tiles_fill(float (&acc)[MT][NT][4], float v) {
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                acc[mt][nt][i] = v;
+}
+
+static size_t gdn_prep_smem(int64_t dk, int64_t dv) {
+    const int ldk = gdn_dkp(dk) + 4, ldv = gdn_dvp(dv) + 8;
+    return sizeof(float) * (size_t)(GC * (ldk > ldv ? ldk : ldv) + GC * ldk + 2 * GC * GC_LDA + 6 * GC);
+}
+
+/* The parallel pass: one block per (chunk, v-head), 8 warps, all independent. Loads the chunk's
+ * q, k (of the head's k-head), v, g, beta; L2-normalises q and k; cumulative decay gamma; then
+ *   A = beta exp(gamma_i - gamma_j) k_i.k_j (j < i),  -P = -exp(gamma_i - gamma_j) q_i.k_j (j <= i)
+ *   Tinv = (I + A)^-1 (forward substitution, one thread per column, while the other warps
+ *   load v),  W = Tinv (beta exp(gamma) k),  U = Tinv (beta v),  Q' = exp(gamma) q - P W,
+ *   O0 = P U
+ * and writes -W, Q', Kd = exp(gamma_last - gamma) k, U, O0, exp(gamma_last) (gdn_seg_ws).
+ * Products on the tensor cores (3xTF32, gc_gemm). Rows past the sequence's end are zero
+ * everywhere. */
+__global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a, int64_t c0, gdn_seg_ws w) {
+    extern __shared__ __align__(128) float gp_smem[];
+    const int dk = (int)a.dk, dv = (int)a.dv, dkp = gdn_dkp(a.dk), dvp = gdn_dvp(a.dv);
+    const int ldk = dkp + 4, ldv = dvp + 8, ldqv = ldk > ldv ? ldk : ldv;
+    float *Qs = gp_smem;          /* [64][ldk]: q^; later Vs [64][ldv]: beta v, then U */
+    float *Vs = Qs;
+    float *Ks = Qs + GC * ldqv;   /* [64][ldk]: k^, then beta exp(gamma) k^, then W */
+    float *As = Ks + GC * ldk;    /* [64][GC_LDA]: A, then Tinv */
+    float *Ps = As + GC * GC_LDA; /* [64][GC_LDA]: -P */
+    float *gs = Ps + GC * GC_LDA, *bs = gs + GC, *iq = bs + GC, *ik = iq + GC, *eg = ik + GC, *ed = eg + GC;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int64_t h = blockIdx.y, Hv = a.n_v_heads, kh = h / (Hv / a.n_k_heads);
+    const int64_t ch = (int64_t)blockIdx.x * Hv + h;
+    const int64_t t0 = (c0 + blockIdx.x) * GC;
+    const int L = (int)(a.T - t0 < GC ? a.T - t0 : GC);
+
+    const float *qg = a.q + t0 * a.ldq + kh * dk, *kg = a.k + t0 * a.ldk + kh * dk;
+    const bool vec = (dk & 3) == 0 && (a.ldq & 3) == 0 && (a.ldk & 3) == 0 && (((uintptr_t)a.q | (uintptr_t)a.k) & 15) == 0;
+    if (vec) { /* 16-byte rows: all of the chunk's q and k in flight at once (cp.async) */
+        const int vpr = dkp / 4;
+        for (int v = tid; v < 2 * GC * vpr; v += GC_PREP_THREADS) {
+            const int isk = v >= GC * vpr, vv = v - isk * GC * vpr, r = vv / vpr, d = (vv - r * vpr) * 4;
+            float *dst = (isk ? Ks : Qs) + r * ldk + d;
+            if (r < L && d < dk)
+                __pipeline_memcpy_async(dst, (isk ? kg + r * a.ldk : qg + r * a.ldq) + d, 16);
+            else
+                *(float4 *)dst = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+        __pipeline_commit();
+        __pipeline_wait_prior(0);
+    } else {
+        gc_copy2(GC * dkp, tid, GC_PREP_THREADS,
+                 [&](int i) { int r = i / dkp, d = i - r * dkp; return (r < L && d < dk) ? qg[r * a.ldq + d] : 0.0f; },
+                 [&](int i, float x) { int r = i / dkp, d = i - r * dkp; Qs[r * ldk + d] = x; },
+                 [&](int i) { int r = i / dkp, d = i - r * dkp; return (r < L && d < dk) ? kg[r * a.ldk + d] : 0.0f; },
+                 [&](int i, float x) { int r = i / dkp, d = i - r * dkp; Ks[r * ldk + d] = x; });
+    }
+    if (tid < GC) {
+        gs[tid] = tid < L ? a.g[(t0 + tid) * Hv + h] : 0.0f;
+        bs[tid] = tid < L ? a.beta[(t0 + tid) * Hv + h] : 0.0f;
+    }
+    __syncthreads();
+    /* norms as the recurrent kernel: q / sqrt(sum q^2 + 1e-6) / sqrt(dk), k / sqrt(sum k^2 + 1e-6) */
+    for (int r = warp; r < GC; r += GC_PREP_THREADS / 32) {
+        float sq = 0.0f, sk = 0.0f;
+        for (int d = lane; d < dkp; d += 32) {
+            const float x = Qs[r * ldk + d], y = Ks[r * ldk + d];
+            sq += x * x, sk += y * y;
+        }
+        sq = warp_sum(sq), sk = warp_sum(sk);
+        if (lane == 0) {
+            iq[r] = a.l2norm_qk ? 1.0f / sqrtf(sq + 1e-6f) : 1.0f;
+            ik[r] = a.l2norm_qk ? 1.0f / sqrtf(sk + 1e-6f) : 1.0f;
+        }
+    }
+    if (warp == 0) { /* cumulative log decay (inclusive scan, two rows a lane); rows past L add 0 */
+        const float x0 = gs[2 * lane], x1 = gs[2 * lane + 1];
+        float s = x0 + x1;
+        for (int o = 1; o < 32; o <<= 1) {
+            const float y = __shfl_up_sync(0xffffffffu, s, o);
+            if (lane >= o)
+                s += y;
+        }
+        float before = __shfl_up_sync(0xffffffffu, s, 1);
+        if (lane == 0)
+            before = 0.0f;
+        gs[2 * lane] = before + x0, gs[2 * lane + 1] = s;
+    }
+    __syncthreads();
+    if (tid < GC)
+        eg[tid] = expf(gs[tid]), ed[tid] = expf(gs[GC - 1] - gs[tid]); /* gs[63] = gamma at row L - 1 */
+    __syncthreads();
+    const float scale = 1.0f / sqrtf((float)dk);
+    {
+        float *kd = w.kd + ch * GC * dkp, *qp = w.qp + ch * GC * dkp;
+        for (int idx = tid; idx < GC * dkp; idx += GC_PREP_THREADS) {
+            const int r = idx / dkp, d = idx - r * dkp;
+            const float qn = (Qs[r * ldk + d] * iq[r]) * scale, kn = Ks[r * ldk + d] * ik[r];
+            Qs[r * ldk + d] = qn, Ks[r * ldk + d] = kn;
+            kd[idx] = ed[r] * kn;
+            qp[idx] = eg[r] * qn; /* exp(gamma) q; Q' is made from it below */
+        }
+        if (tid == 0)
+            w.elast[ch] = expf(gs[GC - 1]);
+    }
+    __syncthreads();
+    /* K K^T and Q K^T on their 10 lower 16x16 tiles each (the upper ones are masked away) */
+    for (int p = warp; p < 20; p += GC_PREP_THREADS / 32) {
+        const int isp = p >= 10, t = p - 10 * isp;
+        int ti = 0;
+        while ((ti + 1) * (ti + 2) / 2 <= t)
+            ti++;
+        const int tj = t - ti * (ti + 1) / 2;
+        const float *X = isp ? Qs : Ks;
+        float acc[1][2][4];
+        gc_tiles_fill(acc, 0.0f);
+        gc_gemm<1, 2, false, true, false>(acc, X, ldk, Ks, ldk, ti * 16, tj * 16, dkp); /* B = K^T */
+        gc_tiles_store(acc, isp ? Ps : As, GC_LDA, ti * 16, tj * 16, 1.0f);
+    }
+    __syncthreads();
+    for (int idx = tid; idx < GC * GC; idx += GC_PREP_THREADS) {
+        const int i = idx / GC, j = idx - i * GC;
+        const float dec = (j <= i && i < L) ? expf(gs[i] - gs[j]) : 0.0f;
+        As[i * GC_LDA + j] = j < i ? bs[i] * dec * As[i * GC_LDA + j] : 0.0f;
+        Ps[i * GC_LDA + j] = j <= i ? -dec * Ps[i * GC_LDA + j] : 0.0f;
+    }
+    for (int idx = tid; idx < GC * dkp; idx += GC_PREP_THREADS) {
+        const int r = idx / dkp, d = idx - r * dkp;
+        Ks[r * ldk + d] *= bs[r] * eg[r];
+    }
+    __syncthreads();
+    /* Tinv by columns (warps 0-1; registers indexed by unrolled constants only) while the
+     * other warps load beta v over q^ (no longer read) */
+    float x[GC];
+    if (tid < GC) {
+        const int j = tid;
+#pragma unroll
+        for (int i = 0; i < GC; i++) {
+            float s[4] = {i == j ? 1.0f : 0.0f, 0.0f, 0.0f, 0.0f}; /* 4 chains: a quarter of the latency */
+#pragma unroll
+            for (int m = 0; m < i; m++)
+                s[m & 3] -= As[i * GC_LDA + m] * x[m];
+            x[i] = (s[0] + s[1]) + (s[2] + s[3]);
+        }
+    } else {
+        const float *vg = a.v + t0 * a.ldv + h * dv;
+        gc_copy(GC * dvp, tid - GC, GC_PREP_THREADS - GC,
+                [&](int i) {
+                    int r = i / dvp, c = i - r * dvp;
+                    return (r < L && c < dv) ? bs[r] * vg[r * a.ldv + c] : 0.0f;
+                },
+                [&](int i, float v) { int r = i / dvp, c = i - r * dvp; Vs[r * ldv + c] = v; });
+    }
+    __syncthreads(); /* every read of A done */
+    if (tid < GC)
+#pragma unroll
+        for (int i = 0; i < GC; i++)
+            As[i * GC_LDA + tid] = x[i];
+    __syncthreads();
+    /* W = Tinv (beta exp(gamma) k) and U = Tinv (beta v), one 16-column stripe per warp at a
+     * time: a stripe's product reads only that stripe, so it overwrites it in place. Tinv is
+     * lower triangular: row tile ri needs its first 2 (ri + 1) k-steps. */
+    const int nsk = dkp / 16, nst = nsk + dvp / 16;
+    for (int s = warp; s < nst; s += GC_PREP_THREADS / 32) {
+        const bool isw = s < nsk;
+        const int cj = isw ? s : s - nsk, ldb = isw ? ldk : ldv;
+        float *B = (isw ? Ks : Vs) + cj * 16;
+        float *dst = isw ? w.wn + ch * GC * dkp + cj * 16 : w.u + ch * GC * dvp + cj * 16;
+        const int ldd = isw ? dkp : dvp;
+        float acc[4][2][4];
+        gc_tiles_fill(acc, 0.0f);
+        gc_gemm<4, 2, false, false, true>(acc, As, GC_LDA, B, ldb, 0, 0, GC);
+        __syncwarp(); /* every lane's reads of the stripe done */
+        gc_tiles_store(acc, B, ldb, 0, 0, 1.0f);
+        gc_tiles_store(acc, dst, ldd, 0, 0, isw ? -1.0f : 1.0f);
+    }
+    __syncthreads();
+    /* Q' = exp(gamma) q + (-P) W (over the exp(gamma) q written above), O0 = -((-P) U); -P is
+     * lower triangular too */
+    for (int s = warp; s < nst; s += GC_PREP_THREADS / 32) {
+        const bool isw = s < nsk;
+        const int cj = isw ? s : s - nsk, ldb = isw ? ldk : ldv;
+        const float *B = (isw ? Ks : Vs) + cj * 16;
+        float *dst = isw ? w.qp + ch * GC * dkp + cj * 16 : w.o0 + ch * GC * dvp + cj * 16;
+        const int ldd = isw ? dkp : dvp;
+        float acc[4][2][4];
+        if (isw)
+            gc_tiles_load(acc, dst, ldd, 0, 0);
+        else
+            gc_tiles_fill(acc, 0.0f);
+        gc_gemm<4, 2, false, false, true>(acc, Ps, GC_LDA, B, ldb, 0, 0, GC);
+        gc_tiles_store(acc, dst, ldd, 0, 0, isw ? 1.0f : -1.0f);
+    }
+}
+
+static size_t gdn_walk_smem(int64_t dk, int nc) {
+    const int dkp = gdn_dkp(dk);
+    return sizeof(float) * (size_t)(2 * GC * (dkp + 4) + GC * (dkp + 8) + (4 * GC + dkp) * (nc + 8));
+}
+
+/* The only sequential pass. One block per (NC value columns, v-head), 16 warps, walks the
+ * segment's n chunks in order with its columns of S in shared memory (the columns of S are
+ * independent: S[:, cols] needs all of W but only its own columns of U and O0):
+ *   [v_new; o] = [U; O0] + [-W; Q'] S       (o written out: no per-chunk state is stored)
+ *   S = exp(gamma_last) S + Kd^T v_new
+ * While the first product runs, Kd is on its way; while the second runs, the next chunk's -W,
+ * Q', U and O0 (cp.async). st: the carried state [Hv][dk][dv], read at the start unless
+ * st_zero, written at the end. Products: gc_gemm warp tiles of (16 MT) x 16. */
+template <int NC>
 __global__ void __launch_bounds__(GC_WALK_WARPS * 32, 1)
-    k_gdn_chunk_walk(clef_gdn_args a, gdn_seg sg, gdn_seg_ws w, float *st, int st_zero) {
-    using namespace nvcuda;
+    k_gdn_walk(clef_gdn_args a, int64_t c0, int64_t n, gdn_seg_ws w, float *st, int st_zero) {
     extern __shared__ __align__(128) float gw_smem[];
-    const int dk = (int)a.dk, dv = (int)a.dv, dkp = gdn_dkp(a.dk), dvp = gdn_dvp(a.dv), ldw = dkp + 4;
-    const int NT = GC_WALK_WARPS * 32;
-    float *Ss = gw_smem;               /* [dkp][GC_LDT] */
-    float *Wb = Ss + dkp * GC_LDT;     /* [2][64][ldw] */
-    float *Kb = Wb + 2 * GC * ldw;     /* [2][64][ldw] */
-    float *Ub = Kb + 2 * GC * ldw;     /* [2][64][GC_LDT] */
+    const int dk = (int)a.dk, dv = (int)a.dv, dkp = gdn_dkp(a.dk), dvp = gdn_dvp(a.dv);
+    const int ldk = dkp + 4, ldkb = dkp + 8; /* 4 and 8 (mod 32): see gc_gemm */
+    constexpr int ldn = NC + 8, NT = GC_WALK_WARPS * 32, CT = NC / 16, MT = NC == 64 ? 2 : 1;
+    float *WQ = gw_smem;           /* [128][ldk]: -W rows, then Q' rows */
+    float *Kb = WQ + 2 * GC * ldk; /* [64][ldkb]: Kd */
+    float *UO = Kb + GC * ldkb;    /* [128][ldn]: U rows, then O0 rows (this block's columns) */
+    float *Ss = UO + 2 * GC * ldn; /* [dkp][ldn]: the state's columns */
+    float *Vn = Ss + dkp * ldn;    /* [64][ldn]: v_new */
+    float *Ob = Vn + GC * ldn;     /* [64][ldn]: o */
     const int tid = threadIdx.x, warp = tid >> 5;
     const int64_t h = blockIdx.y, Hv = a.n_v_heads;
-    const int j0 = blockIdx.x * GC_SLICE;
+    const int j0 = blockIdx.x * NC;
     float *sth = st + h * a.dk * a.dv;
 
-    for (int idx = tid; idx < dkp * GC_SLICE; idx += NT) {
-        int i = idx / GC_SLICE, j = idx - i * GC_SLICE;
-        Ss[i * GC_LDT + j] = (!st_zero && i < dk && j0 + j < dv) ? sth[(int64_t)i * dv + j0 + j] : 0.0f;
+    for (int idx = tid; idx < dkp * NC; idx += NT) {
+        const int i = idx / NC, j = idx - i * NC;
+        Ss[i * ldn + j] = (!st_zero && i < dk && j0 + j < dv) ? sth[(int64_t)i * dv + j0 + j] : 0.0f;
     }
-    auto prefetch = [&](int64_t c, int buf) {
-        const int64_t ch = c * Hv + h;
-        gc_async_rows(Wb + buf * GC * ldw, ldw, w.wn + ch * GC * dkp, dkp, GC, dkp, tid, NT);
-        gc_async_rows(Kb + buf * GC * ldw, ldw, w.kd + ch * GC * dkp, dkp, GC, dkp, tid, NT);
-        gc_async_rows(Ub + buf * GC * GC_LDT, GC_LDT, w.u + ch * GC * dvp + j0, dvp, GC, GC_SLICE, tid, NT);
+    auto load_wu = [&](int64_t c) { /* -W, Q', U, O0 of chunk c: one commit group (maybe empty) */
+        if (c < n) {
+            const int64_t ch = c * Hv + h;
+            gc_async_rows(WQ, ldk, w.wn + ch * GC * dkp, dkp, GC, dkp, tid, NT);
+            gc_async_rows(WQ + GC * ldk, ldk, w.qp + ch * GC * dkp, dkp, GC, dkp, tid, NT);
+            gc_async_rows(UO, ldn, w.u + ch * GC * dvp + j0, dvp, GC, NC, tid, NT);
+            gc_async_rows(UO + GC * ldn, ldn, w.o0 + ch * GC * dvp + j0, dvp, GC, NC, tid, NT);
+        }
         __pipeline_commit();
     };
-    prefetch(0, 0);
-    for (int64_t c = 0; c < sg.n; c++) {
-        const int buf = (int)(c & 1);
-        const int64_t ch = c * Hv + h;
-        if (c + 1 < sg.n) {
-            prefetch(c + 1, buf ^ 1);
-            __pipeline_wait_prior(1);
-        } else {
-            __pipeline_wait_prior(0);
+    auto load_k = [&](int64_t c) { /* Kd of chunk c: one commit group (maybe empty) */
+        if (c < n)
+            gc_async_rows(Kb, ldkb, w.kd + (c * Hv + h) * GC * dkp, dkp, GC, dkp, tid, NT);
+        __pipeline_commit();
+    };
+    load_wu(0);
+    load_k(0);
+    for (int64_t c = 0; c < n; c++) {
+        const int64_t ch = c * Hv + h, t0 = (c0 + c) * GC;
+        const int L = (int)(a.T - t0 < GC ? a.T - t0 : GC);
+        __pipeline_wait_prior(1); /* groups complete in order: this chunk's -W, Q', U, O0 */
+        __syncthreads();          /* ... for every thread, and the last update of S */
+        /* 128 rows x NC columns in (16 MT) x 16 warp tiles: 16 of them */
+        for (int p = warp; p < (8 / MT) * CT; p += GC_WALK_WARPS) {
+            const int r0 = (p / CT) * 16 * MT, n0 = (p - (p / CT) * CT) * 16;
+            float acc[MT][2][4];
+            gc_tiles_load(acc, UO, ldn, r0, n0);
+            gc_gemm<MT, 2, false, false, false>(acc, WQ, ldk, Ss, ldn, r0, n0, dkp);
+            gc_tiles_store(acc, r0 < GC ? Vn : Ob, ldn, r0 < GC ? r0 : r0 - GC, n0, 1.0f);
         }
-        __syncthreads(); /* chunk c's operands and the last update of S are visible */
-        float *scg = w.sc + ch * dkp * dvp + j0;
-        for (int v = tid; v < dkp * (GC_SLICE / 4); v += NT) {
-            const int i = v / (GC_SLICE / 4), j = (v - i * (GC_SLICE / 4)) * 4;
-            *(float4 *)(scg + (int64_t)i * dvp + j) = *(const float4 *)(Ss + i * GC_LDT + j);
-        }
-        float *W = Wb + buf * GC * ldw, *K = Kb + buf * GC * ldw, *U = Ub + buf * GC * GC_LDT;
-        /* v_new = U + (-W) S: 16 tiles, one per warp */
-        for (int p = warp; p < (GC / 16) * (GC_SLICE / 16); p += GC_WALK_WARPS) {
-            const int r0 = (p / (GC_SLICE / 16)) * 16, c0 = (p % (GC_SLICE / 16)) * 16;
-            gc_acc acc;
-            wmma::load_matrix_sync(acc, U + r0 * GC_LDT + c0, GC_LDT, wmma::mem_row_major);
-            for (int kb = 0; kb < dkp / 8; kb++)
-                gc_mma3<wmma::row_major>(acc, W + r0 * ldw + kb * 8, ldw, Ss + kb * 8 * GC_LDT + c0, GC_LDT);
-            wmma::store_matrix_sync(U + r0 * GC_LDT + c0, acc, GC_LDT, wmma::mem_row_major);
-            wmma::store_matrix_sync(w.u + ch * GC * dvp + (int64_t)r0 * dvp + j0 + c0, acc, dvp, wmma::mem_row_major);
-        }
-        __syncthreads(); /* v_new complete; every read of S done */
-        /* S = exp(gamma_last) S + Kd^T v_new: (dkp/16) x 4 tiles */
+        __pipeline_wait_prior(0); /* Kd */
+        __syncthreads();          /* v_new and o complete; -W, Q', U, O0 and S read */
+        load_wu(c + 1);
         const float el = w.elast[ch];
-        for (int p = warp; p < (dkp / 16) * (GC_SLICE / 16); p += GC_WALK_WARPS) {
-            const int mi = p / (GC_SLICE / 16), n = p % (GC_SLICE / 16);
-            gc_acc acc;
-            wmma::load_matrix_sync(acc, Ss + mi * 16 * GC_LDT + n * 16, GC_LDT, wmma::mem_row_major);
+        /* dkp rows x NC columns, (16 MT) x 16 warp tiles; A = Kd^T */
+        for (int p = warp; p < (dkp / (16 * MT)) * CT; p += GC_WALK_WARPS) {
+            const int r0 = (p / CT) * 16 * MT, n0 = (p - (p / CT) * CT) * 16;
+            float acc[MT][2][4];
+            gc_tiles_load(acc, Ss, ldn, r0, n0);
 #pragma unroll
-            for (int i = 0; i < acc.num_elements; i++)
-                acc.x[i] *= el;
-            for (int kb = 0; kb < GC / 8; kb++) /* Kd^T is Kd read column-major */
-                gc_mma3<wmma::col_major>(acc, K + kb * 8 * ldw + mi * 16, ldw, U + kb * 8 * GC_LDT + n * 16, GC_LDT);
-            wmma::store_matrix_sync(Ss + mi * 16 * GC_LDT + n * 16, acc, GC_LDT, wmma::mem_row_major);
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        acc[mt][nt][e] *= el;
+            gc_gemm<MT, 2, true, false, false>(acc, Kb, ldkb, Vn, ldn, r0, n0, GC);
+            gc_tiles_store(acc, Ss, ldn, r0, n0, 1.0f);
         }
-        __syncthreads(); /* buffer `buf` is free for chunk c + 2 */
+        for (int idx = tid; idx < L * NC; idx += NT) {
+            const int r = idx / NC, j = idx - r * NC;
+            if (j0 + j < dv)
+                a.o[(t0 + r) * a.ldo + h * dv + j0 + j] = Ob[r * ldn + j];
+        }
+        __syncthreads(); /* Kd, v_new and o read */
+        load_k(c + 1);
     }
-    for (int idx = tid; idx < dk * GC_SLICE; idx += NT) {
-        int i = idx / GC_SLICE, j = idx - i * GC_SLICE;
+    for (int idx = tid; idx < dk * NC; idx += NT) {
+        const int i = idx / NC, j = idx - i * NC;
         if (j0 + j < dv)
-            sth[(int64_t)i * dv + j0 + j] = Ss[i * GC_LDT + j];
+            sth[(int64_t)i * dv + j0 + j] = Ss[i * ldn + j];
     }
 }
 
-static size_t gdn_out_smem(int64_t dk) {
-    const int dkp = gdn_dkp(dk);
-    return sizeof(float) * (size_t)(GC * (dkp + 4) + dkp * GC_LDT + 2 * GC * GC_LDT) + 128;
+/* Value columns per walk block: 32 while the (columns, head) blocks fit the device's
+ * multiprocessors in one wave (one block each: the walk's shared memory), else 64. */
+static int gdn_slice_cols(clef_backend *be, int64_t Hv, int dvp) {
+    if (gc_slice_tuned && dvp % gc_slice_tuned == 0)
+        return gc_slice_tuned;
+    if (dvp % 64)
+        return 32;
+    return Hv * (dvp / 32) <= cuda_sm_count(be) ? 32 : 64;
 }
 
-/* One block per (chunk, v-head, 64 value columns), 8 warps, all independent:
- *   o = (exp(gamma) q) S_c + P v_new. */
-__global__ void __launch_bounds__(256) k_gdn_chunk_out(clef_gdn_args a, gdn_seg sg, gdn_seg_ws w) {
-    using namespace nvcuda;
-    extern __shared__ __align__(128) float go_smem[];
-    const int dv = (int)a.dv, dkp = gdn_dkp(a.dk), dvp = gdn_dvp(a.dv), ldq = dkp + 4;
-    float *Qb = go_smem;           /* [64][ldq] */
-    float *Sb = Qb + GC * ldq;     /* [dkp][GC_LDT] */
-    float *Pb = Sb + dkp * GC_LDT; /* [64][GC_LDT] */
-    float *Vb = Pb + GC * GC_LDT;  /* [64][GC_LDT]: v_new, then o */
-    const int tid = threadIdx.x, warp = tid >> 5;
-    const int64_t h = blockIdx.y, Hv = a.n_v_heads, ch = (int64_t)blockIdx.x * Hv + h;
-    const int j0 = blockIdx.z * GC_SLICE;
-    const int64_t t0 = (sg.c0 + blockIdx.x) * GC;
-    const int L = (int)(a.T - t0 < GC ? a.T - t0 : GC);
-    gc_async_rows(Qb, ldq, w.qe + ch * GC * dkp, dkp, GC, dkp, tid, 256);
-    gc_async_rows(Sb, GC_LDT, w.sc + ch * dkp * dvp + j0, dvp, dkp, GC_SLICE, tid, 256);
-    gc_async_rows(Pb, GC_LDT, w.pm + ch * GC * GC, GC, GC, GC, tid, 256);
-    gc_async_rows(Vb, GC_LDT, w.u + ch * GC * dvp + j0, dvp, GC, GC_SLICE, tid, 256);
-    __pipeline_commit();
-    __pipeline_wait_prior(0);
-    __syncthreads();
-    gc_acc acc[2];
-    for (int q = 0; q < 2; q++) {
-        const int p = warp + 8 * q, r0 = (p / 4) * 16, c0 = (p % 4) * 16;
-        wmma::fill_fragment(acc[q], 0.0f);
-        for (int kb = 0; kb < dkp / 8; kb++)
-            gc_mma3<wmma::row_major>(acc[q], Qb + r0 * ldq + kb * 8, ldq, Sb + kb * 8 * GC_LDT + c0, GC_LDT);
-        for (int kb = 0; kb <= r0 / 8 + 1; kb++) /* P is lower triangular: columns past row r0 + 15 are 0 */
-            gc_mma3<wmma::row_major>(acc[q], Pb + r0 * GC_LDT + kb * 8, GC_LDT, Vb + kb * 8 * GC_LDT + c0, GC_LDT);
-    }
-    __syncthreads(); /* every read of Vb done */
-    for (int q = 0; q < 2; q++) {
-        const int p = warp + 8 * q, r0 = (p / 4) * 16, c0 = (p % 4) * 16;
-        wmma::store_matrix_sync(Vb + r0 * GC_LDT + c0, acc[q], GC_LDT, wmma::mem_row_major);
-    }
-    __syncthreads();
-    for (int idx = tid; idx < GC * GC_SLICE; idx += 256) {
-        const int r = idx / GC_SLICE, j = idx - r * GC_SLICE;
-        if (r < L && j0 + j < dv)
-            a.o[(t0 + r) * a.ldo + h * dv + j0 + j] = Vb[r * GC_LDT + j];
-    }
+static bool gdn_chunked_fits(const cuda_context *ctx, const clef_gdn_args *args) {
+    return args->mode == CLEF_GDN_CHUNKED && (GC_BY_DEFAULT || ctx->gdn_chunked) && args->dk <= GC_MAX_D &&
+           args->dv <= GC_MAX_D;
 }
 
-/* One sequence, segment by segment: prep, W/U, walk, output (four launches per segment). */
+/* One sequence, segment by segment: the parallel pass, then the walk (two launches each). */
 static void gdn_chunked(clef_backend *be, const clef_gdn_args *args, void *scratch) {
     cuda_context *ctx = cuda_ctx(be);
     const int64_t n_chunks = gdn_chunks(args->T), Hv = args->n_v_heads;
-    const int64_t seg_chunks = n_chunks < GC_SEG ? n_chunks : GC_SEG;
+    const int64_t seg = gdn_seg_chunks(n_chunks);
     float *base = (float *)(((uintptr_t)scratch + 255) & ~(uintptr_t)255); /* workspace_size has the slack */
-    gdn_seg_ws w = gdn_seg_ws_at(base, seg_chunks, Hv, args->dk, args->dv);
-    const int dkp = gdn_dkp(args->dk), dvp = gdn_dvp(args->dv);
-    const size_t prep_smem = sizeof(float) * (size_t)(2 * GC * (args->dk + 1) + GC * (GC + 1) + 4 * GC);
-    const size_t wu_smem = sizeof(float) * (size_t)(GC * GC_LDT + GC * (dkp + dvp + 8)) + 128;
-    const size_t walk_smem = gdn_walk_smem(args->dk), out_smem = gdn_out_smem(args->dk);
-    cuda_record(be, cudaFuncSetAttribute(k_gdn_chunk_prep, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)prep_smem),
-                "gdn prep shared memory");
-    cuda_record(be, cudaFuncSetAttribute(k_gdn_chunk_wu, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)wu_smem),
-                "gdn w/u shared memory");
-    cuda_record(be, cudaFuncSetAttribute(k_gdn_chunk_walk, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)walk_smem),
+    gdn_seg_ws w = gdn_seg_ws_at(base, seg, Hv, args->dk, args->dv);
+    const int dvp = gdn_dvp(args->dv), nc = gdn_slice_cols(be, Hv, dvp);
+    const size_t prep_smem = gdn_prep_smem(args->dk, args->dv), walk_smem = gdn_walk_smem(args->dk, nc);
+    void (*walk)(clef_gdn_args, int64_t, int64_t, gdn_seg_ws, float *, int) = nc == 32 ? k_gdn_walk<32> : k_gdn_walk<64>;
+    cuda_record(be, cudaFuncSetAttribute(k_gdn_prep, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)prep_smem),
+                "gdn chunk pass shared memory");
+    cuda_record(be, cudaFuncSetAttribute(walk, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)walk_smem),
                 "gdn walk shared memory");
-    cuda_record(be, cudaFuncSetAttribute(k_gdn_chunk_out, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)out_smem),
-                "gdn output shared memory");
     float *st = args->state ? args->state : w.state;
-    for (int64_t c0 = 0; c0 < n_chunks; c0 += seg_chunks) {
-        gdn_seg sg = {c0, n_chunks - c0 < seg_chunks ? n_chunks - c0 : seg_chunks};
-        dim3 grid((unsigned)sg.n, (unsigned)Hv);
-        k_gdn_chunk_prep<<<grid, GC_PREP_THREADS, prep_smem, ctx->stream>>>(*args, sg, w);
-        k_gdn_chunk_wu<<<grid, 256, wu_smem, ctx->stream>>>(*args, sg, w);
-        dim3 wgrid((unsigned)(dvp / GC_SLICE), (unsigned)Hv);
-        k_gdn_chunk_walk<<<wgrid, GC_WALK_WARPS * 32, walk_smem, ctx->stream>>>(*args, sg, w, st,
-                                                                                 !args->state && c0 == 0);
-        dim3 ogrid((unsigned)sg.n, (unsigned)Hv, (unsigned)(dvp / GC_SLICE));
-        k_gdn_chunk_out<<<ogrid, 256, out_smem, ctx->stream>>>(*args, sg, w);
+    for (int64_t c0 = 0; c0 < n_chunks; c0 += seg) {
+        const int64_t n = n_chunks - c0 < seg ? n_chunks - c0 : seg;
+        k_gdn_prep<<<dim3((unsigned)n, (unsigned)Hv), GC_PREP_THREADS, prep_smem, ctx->stream>>>(*args, c0, w);
+        const dim3 wgrid((unsigned)(dvp / nc), (unsigned)Hv);
+        walk<<<wgrid, GC_WALK_WARPS * 32, walk_smem, ctx->stream>>>(*args, c0, n, w, st, !args->state && c0 == 0);
         CUDA_CHECK_LAUNCH(be, "gdn chunk kernels");
     }
 }
@@ -708,7 +815,7 @@ static void gdn_one(clef_backend *be, const clef_gdn_args *args, void *scratch) 
     }
     if (args->T == 0)
         return;
-    if (args->mode == CLEF_GDN_CHUNKED && ctx->gdn_chunked && args->dk <= GC_MAX_DK) {
+    if (gdn_chunked_fits(ctx, args)) {
         gdn_chunked(be, args, scratch);
         return;
     }
@@ -735,12 +842,12 @@ static void gdn_one(clef_backend *be, const clef_gdn_args *args, void *scratch) 
 }
 
 /* recurrent: normalised q and k of every token, 2 x T x Hk x dk floats; chunked: one
- * segment's operands (gdn_seg_ws, at most GC_SEG chunks, whatever T) and a carried state.
- * Packed sequences run one at a time, so the longest sequence sizes it. */
+ * segment's operands (gdn_seg_ws, at most gdn_seg_chunks chunks, whatever T) and a carried
+ * state. Packed sequences run one at a time, so the longest sequence sizes it. */
 size_t cuda_gdn_workspace_size(clef_backend *be, const clef_gdn_args *args) {
     const int64_t T = args->seqs && args->seqs->max_len < args->T ? args->seqs->max_len : args->T;
-    if (args->mode == CLEF_GDN_CHUNKED && cuda_ctx(be)->gdn_chunked && args->dk <= GC_MAX_DK)
-        return sizeof(float) * gdn_seg_ws_floats(gdn_chunks(T) < GC_SEG ? gdn_chunks(T) : GC_SEG, args->n_v_heads,
-                                                 args->dk, args->dv) + 256;
+    if (gdn_chunked_fits(cuda_ctx(be), args))
+        return sizeof(float) * gdn_seg_ws_floats(gdn_seg_chunks(gdn_chunks(T)), args->n_v_heads, args->dk, args->dv) +
+               256;
     return 2 * sizeof(float) * (size_t)(T * args->n_k_heads * args->dk) + 256;
 }
