@@ -2,9 +2,12 @@
  * bench_gpu_attention.c — causal GQA attention alone on the CUDA backend, one layer at the real
  * 27B / 9B heads (24 / 16 query heads, 4 kv heads, head_dim 256), in the model's layout (fp32
  * q rows holding [query | gate] per head, k and v packed, fp32 output), at 298 / 1,502 / 2,270
- * / 8,192 tokens and 8 records of 1,502 packed (clef_seqs). Prints ms per layer (median of runs
- * after a warm-up; the K/V rounding to bf16 included, as the op does it), the FLOPs of the two
- * products over the visible (causal) keys, and TFLOP/s. Its peer in the same run is
+ * / 8,192 tokens and 8 records of 1,502 packed (clef_seqs). Prints ms per layer (the K/V
+ * rounding to bf16 included, as the op does it), the FLOPs of the two products over the
+ * visible (causal) keys, and TFLOP/s. A sample is a burst of FL_BURST calls back to back with
+ * one synchronization at its end, divided by FL_BURST (as in a forward, where launches queue
+ * ahead of the GPU; a synchronization per call would add its host round trip to every call);
+ * ms is the median of the samples after a warm-up. Its peer in the same run is
  * peer_attention.py (torch's scaled_dot_product_attention, FlashAttention-2 kernel, bf16).
  *
  *   bench_gpu_attention 9b|27b [runs]
@@ -26,18 +29,22 @@ typedef struct att_case {
     void *ws;
 } att_case;
 
+#define FL_BURST 10
+
 static double time_ms(att_case *c, int runs) {
-    clef_attention(gpu, &c->a, c->ws);
+    for (int w = 0; w < 3; w++)
+        clef_attention(gpu, &c->a, c->ws);
     clef_backend_synchronize(gpu);
     double t[64];
     for (int r = 0; r < runs; r++) {
         double t0 = bench_now_ms();
-        clef_attention(gpu, &c->a, c->ws);
+        for (int b = 0; b < FL_BURST; b++)
+            clef_attention(gpu, &c->a, c->ws);
         if (clef_backend_synchronize(gpu) != CLEF_OK) {
             fprintf(stderr, "device error: %s\n", clef_last_error());
             exit(1);
         }
-        t[r] = bench_now_ms() - t0;
+        t[r] = (bench_now_ms() - t0) / FL_BURST;
     }
     return bench_median(t, runs);
 }
@@ -75,8 +82,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "device allocation failed\n");
         return 1;
     }
-    printf("# %s attention (%lld query / %lld kv heads, head_dim %lld, causal), one layer, median of %d runs\n\n",
-           argv[1], (long long)Hq, (long long)Hkv, (long long)hd, runs);
+    printf("# %s attention (%lld query / %lld kv heads, head_dim %lld, causal), one layer, median of %d bursts of %d "
+           "calls\n\n",
+           argv[1], (long long)Hq, (long long)Hkv, (long long)hd, runs, FL_BURST);
     printf("| batch x tokens | ms | GFLOP | TFLOP/s |\n|---|---|---|---|\n");
     const int64_t cases[][2] = {{1, 298}, {1, 1502}, {1, 2270}, {1, 8192}, {8, 1502}};
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {

@@ -4,7 +4,8 @@ in bf16 on the same GPU, same heads and cases (causal GQA, head_dim 256; 8 x 1,5
 of 8, which is what packed records of equal length are), restricted to the FlashAttention-2
 backend (torch.nn.attention.SDPBackend.FLASH_ATTENTION). GQA through enable_gqa when the
 flash kernel takes it, else K and V repeated per query head before timing (same FLOPs).
-Times: CUDA events around each call, median of runs after 3 warm-ups. Inputs bf16 N(0, 1),
+Times: CUDA events around a burst of 10 calls, divided by 10 (as bench_gpu_attention times
+its bursts), median of the bursts after 3 warm-ups. Inputs bf16 N(0, 1),
 scale 1/16. Prints markdown rows matching bench_gpu_attention's table.
 
   python3 peer_attention.py 9b|27b [runs]
@@ -16,6 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+BURST = 10
+
 
 def main():
     shape = sys.argv[1]
@@ -23,7 +26,7 @@ def main():
     hq, hkv, hd = (24 if shape == "27b" else 16), 4, 256
     dev = torch.device("cuda")
     print(f"# {shape} attention peer: torch {torch.__version__} SDPA, FlashAttention-2 backend, bf16, "
-          f"{hq} query / {hkv} kv heads, head_dim {hd}, causal, median of {runs} runs\n")
+          f"{hq} query / {hkv} kv heads, head_dim {hd}, causal, median of {runs} bursts of {BURST} calls\n")
     print("| batch x tokens | ms | GFLOP | TFLOP/s | GQA |\n|---|---|---|---|---|")
     for b, t in [(1, 298), (1, 1502), (1, 2270), (1, 8192), (8, 1502)]:
         q = torch.randn(b, hq, t, hd, device=dev, dtype=torch.bfloat16)
@@ -51,10 +54,11 @@ def main():
             for _ in range(runs):
                 e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 e0.record()
-                call()
+                for _ in range(BURST):
+                    call()
                 e1.record()
                 e1.synchronize()
-                times.append(e0.elapsed_time(e1))
+                times.append(e0.elapsed_time(e1) / BURST)
         ms = statistics.median(times)
         gf = b * 4.0 * hq * hd * t * (t + 1) / 2 / 1e9
         print(f"| {b} x {t} | {ms:.3f} | {gf:.1f} | {gf / ms:.1f} | {how} |", flush=True)

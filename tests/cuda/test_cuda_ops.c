@@ -361,7 +361,7 @@ static void test_attention(int64_t n_q, int64_t n_kv, int64_t Hq, int64_t Hkv, i
  * batch). check_cpu = 0 skips the CPU reference (the 27B-shaped 8 x 1,502 case: only its first
  * sequence is compared with the CPU, alone). */
 static void test_attention_packed(int64_t n_seqs, const int64_t *len, int64_t Hq, int64_t Hkv, int64_t d,
-                                  int check_cpu) {
+                                  int causal, int check_cpu) {
     int64_t *start = malloc(sizeof(int64_t) * (size_t)(n_seqs + 1)), longest = 0;
     int32_t *start32 = malloc(sizeof(int32_t) * (size_t)(n_seqs + 1));
     start[0] = 0, start32[0] = 0;
@@ -378,7 +378,7 @@ static void test_attention_packed(int64_t n_seqs, const int64_t *len, int64_t Hq
     clef_attention_args a = {.n_q = T, .n_kv = T, .n_q_heads = Hq, .n_kv_heads = Hkv, .head_dim = d, .q = q,
                              .ldq = ldq, .q_head_stride = 2 * d, .k = k, .ldk = ldkv, .k_head_stride = d, .v = v,
                              .ldv = ldkv, .v_head_stride = d, .o = oc, .ldo = ldo, .o_head_stride = d,
-                             .scale = 1.0f / sqrtf((float)d), .causal = 1, .seqs = &sc};
+                             .scale = 1.0f / sqrtf((float)d), .causal = causal, .seqs = &sc};
     float *qd = to_gpu(gpu, q, nq * 4), *kd = to_gpu(gpu, k, nk * 4), *vd = to_gpu(gpu, v, nk * 4);
     float *od = gpu_poisoned(no);
     int32_t *sdev = to_gpu(gpu, start32, sizeof(int32_t) * (size_t)(n_seqs + 1));
@@ -390,8 +390,8 @@ static void test_attention_packed(int64_t n_seqs, const int64_t *len, int64_t Hq
     clef_attention(gpu, &ag, gs);
     readback(og, od, no);
     char shape[96];
-    snprintf(shape, sizeof shape, "%lld seqs T=%lld H=%lld/%lld d=%lld causal", (long long)n_seqs, (long long)T,
-             (long long)Hq, (long long)Hkv, (long long)d);
+    snprintf(shape, sizeof shape, "%lld seqs T=%lld H=%lld/%lld d=%lld%s", (long long)n_seqs, (long long)T,
+             (long long)Hq, (long long)Hkv, (long long)d, causal ? " causal" : "");
     if (check_cpu) {
         void *cs = malloc(clef_attention_workspace_size(cpu, &a));
         clef_attention(cpu, &a, cs);
@@ -723,11 +723,13 @@ int main(void) {
     test_attention(129, 129, 4, 2, 128, 0);
     {
         const int64_t mixed[] = {0, 1, 700, 5, 64, 129, 0, 300, 1502};
-        test_attention_packed(9, mixed, 4, 2, 256, 1);
+        test_attention_packed(9, mixed, 4, 2, 256, 1, 1);
         const int64_t records[] = {1502, 1502, 1502, 1502, 1502, 1502, 1502, 1502};
-        test_attention_packed(8, records, 24, 4, 256, 0); /* the 27B's heads, 8 x 1,502 */
+        test_attention_packed(8, records, 24, 4, 256, 1, 0); /* the 27B's heads, 8 x 1,502 */
         const int64_t small[] = {3, 0, 200, 77};
-        test_attention_packed(4, small, 2, 1, 64, 1);
+        test_attention_packed(4, small, 2, 1, 64, 1, 1);
+        const int64_t frames[] = {256, 64, 0, 130}; /* the vision tower: frames, 72 dims, not causal */
+        test_attention_packed(4, frames, 4, 4, 72, 0, 1);
     }
     for (int mode = 0; mode < 2; mode++) {
         const clef_gdn_mode m = mode ? CLEF_GDN_RECURRENT : CLEF_GDN_CHUNKED;

@@ -8,7 +8,8 @@
  * rescaled by exp(m_old - m_new)), the probabilities P rounded to bf16 for P V, fp32
  * accumulation, and l summing the rounded P (what P V multiplies). The softmax scale is folded
  * into base-2 exponents: p = 2^(s c - m c) with c = scale * log2(e), one FFMA and one EX2 per
- * score; Q is rounded unscaled.
+ * score (ex2.approx.ftz: probabilities below 2^-126 of the row's largest become 0); Q is
+ * rounded unscaled.
  *
  * Arrangement: a block takes FL_BQ = 128 queries (8 warps x 16 rows) of one query head of one
  * sequence and walks the keys FL_BK = 64 at a time. Q (bf16, 128 x HD), one K tile and one V
@@ -25,10 +26,18 @@
  *    through shared memory; V fragments by ldmatrix.trans.
  * Loads overlap the products as FlashAttention-2 schedules them with one K and one V buffer:
  * V(j) is in flight (cp.async) while S = Q K(j)^T and the softmax run, K(j+1) while P V(j)
- * runs (FL_STAGES 2, two buffers each and one barrier per tile, measured no faster on an H200:
- * the products, not the loads, set the pace). Causal: a block stops at its last visible key
- * tile, and a warp whose 16 rows see nothing of a tile skips it. Blocks are numbered so the longest (last) query blocks of every
- * sequence and head start first.
+ * runs (two buffers each, one barrier per tile, measured no faster on an H200 in run15: the
+ * products, not the loads, set the pace). Within a tile the fragments of the next k16 step
+ * (ldmatrix) load while the current step multiplies, and every shared-memory address is one of
+ * four per-lane offsets plus a constant (fl_lane_off), so the loops hold no swizzle arithmetic.
+ * A warp none of whose rows' max moved skips the rescale (x 1). Causal: a block stops at its last
+ * visible key tile, and a warp whose 16 rows see nothing of a tile skips it. Blocks are
+ * numbered so the longest (last) query blocks of every sequence and head start first.
+ *
+ * Speed (bench_gpu_attention, H200, 27B heads: 24 query / 4 kv heads, head_dim 256, causal;
+ * bench/RESULTS.md run15): 0.143 / 0.280 / 2.91 ms per layer at 1,502 / 2,270 / 8,192 tokens
+ * (194 / 226 / 283 TFLOP/s), torch's FlashAttention-2 in the same run 0.147 / 0.281 / 2.79.
+ * 240 registers, no spills, 128 KB of shared memory: one block of 8 warps per SM.
  *
  * K and V are rounded to bf16 first by a small kernel into the op's scratch, laid out
  * [kv head][row][HD] so that a key tile is one contiguous run of 16-byte cp.async copies
@@ -48,9 +57,6 @@
 #define FL_BK 64
 #define FL_WARPS 8
 #define FL_THREADS (FL_WARPS * 32)
-#ifndef FL_STAGES
-#define FL_STAGES 1 /* K/V tile buffers, see the loop */
-#endif
 
 /* ---- PTX wrappers ---------------------------------------------------------------------- */
 
@@ -82,6 +88,14 @@ __device__ __forceinline__ void fl_cp16(uint32_t dst, const void *src, int src_b
 }
 __device__ __forceinline__ void fl_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void fl_cp_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+/* 2^x on the SFU; results below 2^-126 flush to zero (probabilities that small add nothing
+ * a bf16 P could hold next to the row's largest, which is 1) */
+__device__ __forceinline__ float fl_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
 
 __device__ __forceinline__ uint32_t fl_pack(float lo, float hi) {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi); /* .x (low half) = lo: the lower column */
@@ -128,16 +142,29 @@ __global__ void k_fl_kv_bf16(clef_attention_args a, __nv_bfloat16 *kb, __nv_bflo
 
 /* ---- the attention kernel ------------------------------------------------------------------ */
 
-/* rows [r0, r0 + FL_BK) of a sequence's keys (or values) of one kv head into a swizzled tile;
- * rows at or past n are zero-filled */
+/* Per-lane shared-memory offsets for the loops below. With rows of CH = HD / 8 chunks and the
+ * chunk stored at chunk ^ (row & 7), the k-th 16-column step (chunks 2k, 2k + 1) of a lane that
+ * reads row `row`, half `hi` lands at (2k ^ (row & 6)) | (hi ^ (row & 1)): steps k and k + 4
+ * differ by 8 chunks (128 bytes) whatever the row, so four offsets per operand (k mod 4) and
+ * compile-time constants give every address, with no swizzle arithmetic in the loops. */
 template <int HD>
-__device__ __forceinline__ void fl_load_tile(uint32_t tile, const __nv_bfloat16 *rows, int64_t r0, int64_t n) {
-    constexpr int CH = HD / 8, PER = FL_BK * CH / FL_THREADS;
+__device__ __forceinline__ uint32_t fl_lane_off(int row, int hi, int k4) {
+    return (uint32_t)(row * HD * 2 + ((((2 * k4) ^ (row & 6)) | (hi ^ (row & 1))) * 16));
+}
+
+/* rows [r0, r0 + FL_BK) of a sequence's keys (or values) of one kv head into a swizzled tile;
+ * rows at or past n are zero-filled. A thread copies chunk c_t of rows r_t + u * RSTEP: the
+ * same chunk and (row & 7) for every u, so its destinations are one offset plus constants. */
+template <int HD>
+__device__ __forceinline__ void fl_load_tile(uint32_t tile, const __nv_bfloat16 *rows, int r0, int n) {
+    constexpr int CH = HD / 8, RSTEP = FL_THREADS / CH, PER = FL_BK / RSTEP;
+    const int r_t = threadIdx.x / CH, c_t = threadIdx.x % CH;
+    const uint32_t dst = tile + fl_swz<HD>(r_t, c_t);
+    const __nv_bfloat16 *src = rows + (int64_t)(r0 + r_t) * HD + c_t * 8;
 #pragma unroll
     for (int u = 0; u < PER; u++) {
-        const int i = threadIdx.x + u * FL_THREADS, r = i / CH, c = i % CH;
-        const bool ok = r0 + r < n;
-        fl_cp16(tile + fl_swz<HD>(r, c), rows + (ok ? (r0 + r) * HD + c * 8 : 0), ok ? 16 : 0);
+        const bool ok = r0 + r_t + u * RSTEP < n;
+        fl_cp16(dst + u * RSTEP * HD * 2, ok ? src + (int64_t)u * RSTEP * HD : rows, ok ? 16 : 0);
     }
 }
 
@@ -145,72 +172,70 @@ template <int HD>
 __global__ void __launch_bounds__(FL_THREADS, 1)
     k_flash_mma(clef_attention_args a, const __nv_bfloat16 *kb, const __nv_bfloat16 *vb, const int32_t *starts,
                 int64_t n_seqs, int64_t n_kv_rows) {
-    constexpr int CH = HD / 8, ND = HD / 8; /* 16-byte chunks per row; n8 output blocks */
-    extern __shared__ __align__(128) unsigned char fl_raw[];
-    const uint32_t Qs = fl_smem(fl_raw), KV0 = Qs + FL_BQ * HD * 2; /* stage t: K at KV0 + t * 2 TILE, V after it */
+    constexpr int CH = HD / 8, ND = HD / 8, KK = HD / 16; /* 16-byte chunks per row; n8 output blocks; k16 steps */
     constexpr uint32_t TILE = FL_BK * HD * 2;
+    extern __shared__ __align__(128) unsigned char fl_raw[];
+    const uint32_t Qs = fl_smem(fl_raw), Ks = Qs + FL_BQ * HD * 2, Vs = Ks + TILE;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
 
     /* which sequence, query block and head: the last query blocks of all first */
     const int64_t Hq = a.n_q_heads, per = Hq * n_seqs;
     const int64_t i_back = (int64_t)blockIdx.x / per, rem = (int64_t)blockIdx.x % per;
     const int64_t s = rem / Hq, h = rem % Hq, kvh = h / (Hq / a.n_kv_heads);
-    int64_t row0 = 0, n_q = a.n_q, n_kv = a.n_kv;
+    int64_t row0 = 0;
+    int n_q = (int)a.n_q, n_kv = (int)a.n_kv; /* rows of this sequence (< 2^30: cuda_flash_attention) */
     if (starts) {
         row0 = starts[s];
-        n_q = n_kv = (int64_t)starts[s + 1] - row0;
+        n_q = n_kv = starts[s + 1] - starts[s];
     }
-    const int64_t qb = (n_q + FL_BQ - 1) / FL_BQ - 1 - i_back;
+    const int qb = (n_q + FL_BQ - 1) / FL_BQ - 1 - (int)i_back;
     if (qb < 0)
         return;
-    const int64_t q0 = qb * FL_BQ, offset = n_kv - n_q;
+    const int q0 = qb * FL_BQ, offset = n_kv - n_q;
     const __nv_bfloat16 *kr = kb + (kvh * n_kv_rows + row0) * HD, *vr = vb + (kvh * n_kv_rows + row0) * HD;
 
-    int64_t k_end = n_kv;
+    int k_end = n_kv;
     if (a.causal && q0 + FL_BQ + offset < k_end)
         k_end = q0 + FL_BQ + offset; /* the last key any row of this block sees, + 1 */
-    const int64_t n_tiles = k_end > 0 ? (k_end + FL_BK - 1) / FL_BK : 0;
-    if (n_tiles > 0) {
-        fl_load_tile<HD>(KV0, kr, 0, n_kv);
-        if (FL_STAGES == 2)
-            fl_load_tile<HD>(KV0 + TILE, vr, 0, n_kv);
-    }
+    const int n_tiles = k_end > 0 ? (k_end + FL_BK - 1) / FL_BK : 0;
+    if (n_tiles > 0)
+        fl_load_tile<HD>(Ks, kr, 0, n_kv);
     fl_cp_commit();
 
-    /* Q: fp32 rows -> bf16, swizzled; rows past the sequence are zeros */
+    /* Q: fp32 rows -> bf16, swizzled; rows past the sequence are zeros. A thread converts chunk
+     * c_t of rows r_t + u * RSTEP, all its loads of a batch in flight together. */
     {
-        const float *qbase = a.q + (row0 + q0) * a.ldq + h * a.q_head_stride;
+        constexpr int RSTEP = FL_THREADS / CH, PER = FL_BQ / RSTEP, BATCH = PER < 8 ? PER : 8;
+        const int r_t = tid / CH, c_t = tid % CH;
+        const float *src = a.q + (row0 + q0 + r_t) * a.ldq + h * a.q_head_stride + c_t * 8;
         const bool vec = ((uintptr_t)a.q % 16 == 0) && a.ldq % 4 == 0 && a.q_head_stride % 4 == 0;
-        constexpr int PER = FL_BQ * CH / FL_THREADS, BATCH = 4;
-        unsigned char *qsm = fl_raw;
+        unsigned char *dst = fl_raw + fl_swz<HD>(r_t, c_t);
 #pragma unroll
         for (int u0 = 0; u0 < PER; u0 += BATCH) {
             float f[BATCH][8];
 #pragma unroll
             for (int u = 0; u < BATCH; u++) {
-                const int i = tid + (u0 + u) * FL_THREADS, r = i / CH, c = i % CH;
-                const float *src = qbase + (int64_t)r * a.ldq + c * 8;
-                if (q0 + r >= n_q) {
+                const float *p = src + (int64_t)(u0 + u) * RSTEP * a.ldq;
+                if (q0 + r_t + (u0 + u) * RSTEP >= n_q) {
 #pragma unroll
                     for (int e = 0; e < 8; e++)
                         f[u][e] = 0.0f;
                 } else if (vec) {
-                    const float4 x0 = ((const float4 *)src)[0], x1 = ((const float4 *)src)[1];
+                    const float4 x0 = ((const float4 *)p)[0], x1 = ((const float4 *)p)[1];
                     f[u][0] = x0.x, f[u][1] = x0.y, f[u][2] = x0.z, f[u][3] = x0.w;
                     f[u][4] = x1.x, f[u][5] = x1.y, f[u][6] = x1.z, f[u][7] = x1.w;
                 } else {
 #pragma unroll
                     for (int e = 0; e < 8; e++)
-                        f[u][e] = src[e];
+                        f[u][e] = p[e];
                 }
             }
 #pragma unroll
             for (int u = 0; u < BATCH; u++) {
-                const int i = tid + (u0 + u) * FL_THREADS, r = i / CH, c = i % CH;
                 uint4 o;
                 o.x = fl_pack(f[u][0], f[u][1]), o.y = fl_pack(f[u][2], f[u][3]);
                 o.z = fl_pack(f[u][4], f[u][5]), o.w = fl_pack(f[u][6], f[u][7]);
-                *(uint4 *)(qsm + fl_swz<HD>(r, c)) = o;
+                *(uint4 *)(dst + (u0 + u) * RSTEP * HD * 2) = o;
             }
         }
     }
@@ -221,31 +246,29 @@ __global__ void __launch_bounds__(FL_THREADS, 1)
     for (int n = 0; n < ND; n++)
         o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}; /* rows g and g + 8: running max, lane's partial sum */
-    const int64_t wq0 = q0 + warp * 16;                          /* the warp's first query row */
-    const int64_t qi[2] = {wq0 + g, wq0 + g + 8};
-    /* ldmatrix row/chunk of this lane: A (Q) and B-from-rows (K) and B-trans (V) layouts */
-    const int a_row = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, a_ch = lane >> 4;
-    const int k_row = (lane & 7) + (lane >> 4) * 8, k_ch = (lane >> 3) & 1;
-    const int v_row = (lane & 7) + ((lane >> 3) & 1) * 8, v_ch = lane >> 4;
-
-    for (int64_t j = 0; j < n_tiles; j++) {
-        const int64_t k0 = j * FL_BK;
-        const uint32_t Ks = KV0 + (FL_STAGES == 2 ? (uint32_t)(j & 1) * 2 * TILE : 0), Vs = Ks + TILE;
-        fl_cp_wait_all();
-        if (FL_STAGES == 2) {
-            /* tile j landed and every warp is done with tile j - 1: its buffers take tile j + 1 */
-            __syncthreads();
-            if (j + 1 < n_tiles) {
-                const uint32_t nk = KV0 + (uint32_t)((j + 1) & 1) * 2 * TILE;
-                fl_load_tile<HD>(nk, kr, k0 + FL_BK, n_kv);
-                fl_load_tile<HD>(nk + TILE, vr, k0 + FL_BK, n_kv);
-            }
-            fl_cp_commit();
-        } else {
-            __syncthreads(); /* K(j) landed; every warp is done with V(j - 1) */
-            fl_load_tile<HD>(Vs, vr, k0, n_kv);
-            fl_cp_commit();
+    const int wq0 = q0 + warp * 16;                              /* the warp's first query row */
+    const int qi0 = wq0 + g;                                     /* this lane's rows: qi0, qi0 + 8 */
+    /* ldmatrix offsets of this lane (see fl_lane_off): A = Q rows of the warp; B from K rows
+     * (non-transposed: the key is the B column); B from V rows (transposed) */
+    uint32_t qoff[4], koff[4], voff[4];
+    {
+        const int a_row = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, a_hi = lane >> 4;
+        const int k_row = (lane & 7) + (lane >> 4) * 8, k_hi = (lane >> 3) & 1;
+        const int v_row = (lane & 7) + ((lane >> 3) & 1) * 8, v_hi = lane >> 4;
+#pragma unroll
+        for (int k4 = 0; k4 < 4; k4++) {
+            qoff[k4] = Qs + fl_lane_off<HD>(a_row, a_hi, k4);
+            koff[k4] = Ks + fl_lane_off<HD>(k_row, k_hi, k4);
+            voff[k4] = Vs + fl_lane_off<HD>(v_row, v_hi, k4);
         }
+    }
+
+    for (int j = 0; j < n_tiles; j++) {
+        const int k0 = j * FL_BK;
+        fl_cp_wait_all();
+        __syncthreads(); /* K(j) landed; every warp is done with V(j - 1) */
+        fl_load_tile<HD>(Vs, vr, k0, n_kv);
+        fl_cp_commit();
         /* every key of the tile is in the future of every row of this warp */
         const bool skip = a.causal && k0 > wq0 + 15 + offset;
         uint32_t pa[FL_BK / 16][4]; /* P as the A operand of P V, keys 16 kb .. +15 */
@@ -254,17 +277,26 @@ __global__ void __launch_bounds__(FL_THREADS, 1)
 #pragma unroll
             for (int n = 0; n < FL_BK / 8; n++)
                 sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.0f;
+            /* S = Q K^T; the fragments of step kk + 1 load while step kk multiplies */
+            uint32_t qa[2][4], kf[2][FL_BK / 16][4];
+            fl_ldsm4(qa[0], qoff[0]);
 #pragma unroll
-            for (int kk = 0; kk < HD / 16; kk++) {
-                uint32_t qa[4], kf[FL_BK / 16][4];
-                fl_ldsm4(qa, Qs + fl_swz<HD>(a_row, kk * 2 + a_ch));
+            for (int np = 0; np < FL_BK / 16; np++)
+                fl_ldsm4(kf[0][np], koff[0] + np * 16 * HD * 2);
 #pragma unroll
-                for (int np = 0; np < FL_BK / 16; np++)
-                    fl_ldsm4(kf[np], Ks + fl_swz<HD>(np * 16 + k_row, kk * 2 + k_ch));
+            for (int kk = 0; kk < KK; kk++) {
+                const int cur = kk & 1, nxt = cur ^ 1;
+                if (kk + 1 < KK) {
+                    const uint32_t step = ((kk + 1) >> 2) * 128;
+                    fl_ldsm4(qa[nxt], qoff[(kk + 1) & 3] + step);
+#pragma unroll
+                    for (int np = 0; np < FL_BK / 16; np++)
+                        fl_ldsm4(kf[nxt][np], koff[(kk + 1) & 3] + step + np * 16 * HD * 2);
+                }
 #pragma unroll
                 for (int np = 0; np < FL_BK / 16; np++) {
-                    fl_mma(sc[2 * np], qa, kf[np][0], kf[np][1]);
-                    fl_mma(sc[2 * np + 1], qa, kf[np][2], kf[np][3]);
+                    fl_mma(sc[2 * np], qa[cur], kf[cur][np][0], kf[cur][np][1]);
+                    fl_mma(sc[2 * np + 1], qa[cur], kf[cur][np][2], kf[cur][np][3]);
                 }
             }
             /* masks: keys past the sequence, and (causal) keys after a row's own position */
@@ -273,8 +305,8 @@ __global__ void __launch_bounds__(FL_THREADS, 1)
                 for (int n = 0; n < FL_BK / 8; n++)
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
-                        const int64_t kj = k0 + n * 8 + 2 * t4 + (e & 1);
-                        if (kj >= n_kv || (a.causal && kj > qi[e >> 1] + offset))
+                        const int kj = k0 + n * 8 + 2 * t4 + (e & 1);
+                        if (kj >= n_kv || (a.causal && kj > qi0 + (e >> 1) * 8 + offset))
                             sc[n][e] = -INFINITY;
                     }
             }
@@ -291,14 +323,14 @@ __global__ void __launch_bounds__(FL_THREADS, 1)
                 mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
                 mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
                 mc[r] = mx[r] == -INFINITY ? 0.0f : mx[r] * c2; /* a row that saw nothing yet: p = 0 */
-                alpha[r] = m[r] == -INFINITY ? 0.0f : exp2f(m[r] * c2 - mc[r]);
+                alpha[r] = m[r] == -INFINITY ? 0.0f : fl_exp2(m[r] * c2 - mc[r]);
                 m[r] = mx[r];
                 l[r] *= alpha[r];
             }
 #pragma unroll
             for (int n = 0; n < FL_BK / 8; n++) {
-                const float p0 = exp2f(fmaf(sc[n][0], c2, -mc[0])), p1 = exp2f(fmaf(sc[n][1], c2, -mc[0]));
-                const float p2 = exp2f(fmaf(sc[n][2], c2, -mc[1])), p3 = exp2f(fmaf(sc[n][3], c2, -mc[1]));
+                const float p0 = fl_exp2(fmaf(sc[n][0], c2, -mc[0])), p1 = fl_exp2(fmaf(sc[n][1], c2, -mc[0]));
+                const float p2 = fl_exp2(fmaf(sc[n][2], c2, -mc[1])), p3 = fl_exp2(fmaf(sc[n][3], c2, -mc[1]));
                 const uint32_t lo = fl_pack(p0, p1), hi = fl_pack(p2, p3);
                 const __nv_bfloat162 lb = *(const __nv_bfloat162 *)&lo, hb = *(const __nv_bfloat162 *)&hi;
                 l[0] += __low2float(lb) + __high2float(lb); /* the sum of what P V multiplies */
@@ -308,30 +340,36 @@ __global__ void __launch_bounds__(FL_THREADS, 1)
                 pa[n >> 1][(n & 1) * 2] = lo;
                 pa[n >> 1][(n & 1) * 2 + 1] = hi;
             }
+            /* rescale the output where a row's max moved (x 1 changes nothing: skipped) */
+            if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
-            for (int n = 0; n < ND; n++) {
-                o[n][0] *= alpha[0], o[n][1] *= alpha[0];
-                o[n][2] *= alpha[1], o[n][3] *= alpha[1];
+                for (int n = 0; n < ND; n++) {
+                    o[n][0] *= alpha[0], o[n][1] *= alpha[0];
+                    o[n][2] *= alpha[1], o[n][3] *= alpha[1];
+                }
             }
         }
-        if (FL_STAGES == 1) {
-            fl_cp_wait_all();
-            __syncthreads(); /* V(j) landed; every warp is done with K(j) */
-            if (j + 1 < n_tiles)
-                fl_load_tile<HD>(Ks, kr, k0 + FL_BK, n_kv);
-            fl_cp_commit();
-        }
+        fl_cp_wait_all();
+        __syncthreads(); /* V(j) landed; every warp is done with K(j) */
+        if (j + 1 < n_tiles)
+            fl_load_tile<HD>(Ks, kr, k0 + FL_BK, n_kv);
+        fl_cp_commit();
         if (!skip) {
-            /* O += P V */
+            /* O += P V, step st = 16-key block kb x 16-column pair dp; the V fragment of step
+             * st + 1 loads while step st multiplies */
+            constexpr int DP = HD / 16, NST = FL_BK / 16 * DP;
+            uint32_t vf[2][4];
+            fl_ldsm4_t(vf[0], voff[0]);
 #pragma unroll
-            for (int kb16 = 0; kb16 < FL_BK / 16; kb16++)
-#pragma unroll
-                for (int dp = 0; dp < HD / 16; dp++) {
-                    uint32_t vf[4];
-                    fl_ldsm4_t(vf, Vs + fl_swz<HD>(kb16 * 16 + v_row, dp * 2 + v_ch));
-                    fl_mma(o[2 * dp], pa[kb16], vf[0], vf[1]);
-                    fl_mma(o[2 * dp + 1], pa[kb16], vf[2], vf[3]);
+            for (int st = 0; st < NST; st++) {
+                const int kb = st / DP, dp = st % DP, cur = st & 1;
+                if (st + 1 < NST) {
+                    const int kb1 = (st + 1) / DP, dp1 = (st + 1) % DP;
+                    fl_ldsm4_t(vf[cur ^ 1], voff[dp1 & 3] + (dp1 >> 2) * 128 + kb1 * 16 * HD * 2);
                 }
+                fl_mma(o[2 * dp], pa[kb], vf[cur][0], vf[cur][1]);
+                fl_mma(o[2 * dp + 1], pa[kb], vf[cur][2], vf[cur][3]);
+            }
         }
     }
     fl_cp_wait_all();
@@ -345,15 +383,20 @@ __global__ void __launch_bounds__(FL_THREADS, 1)
         sum += __shfl_xor_sync(0xffffffffu, sum, 2);
         inv[r] = sum > 0.0f ? 1.0f / sum : 0.0f;
     }
+    const bool vec2 = ((uintptr_t)a.o % 8 == 0) && a.ldo % 2 == 0 && a.o_head_stride % 2 == 0;
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-        if (qi[r] >= n_q)
+        const int qi = qi0 + 8 * r;
+        if (qi >= n_q)
             continue;
-        float *dst = a.o + (row0 + qi[r]) * a.ldo + h * a.o_head_stride + 2 * t4;
+        float *dst = a.o + (row0 + qi) * a.ldo + h * a.o_head_stride + 2 * t4;
 #pragma unroll
         for (int n = 0; n < ND; n++) {
-            dst[n * 8] = o[n][2 * r] * inv[r];
-            dst[n * 8 + 1] = o[n][2 * r + 1] * inv[r];
+            const float x = o[n][2 * r] * inv[r], y = o[n][2 * r + 1] * inv[r];
+            if (vec2)
+                *(float2 *)(dst + n * 8) = make_float2(x, y);
+            else
+                dst[n * 8] = x, dst[n * 8 + 1] = y;
         }
     }
 }
@@ -366,7 +409,7 @@ static void launch_flash_mma(clef_backend *be, const clef_attention_args *a, __n
     const unsigned kv_blocks = (unsigned)((n + 255) / 256 < 8192 ? (n + 255) / 256 : 8192);
     k_fl_kv_bf16<HD><<<kv_blocks, 256, 0, ctx->stream>>>(*a, kb, vb);
     CUDA_CHECK_LAUNCH(be, "attention K/V to bf16 kernel");
-    const size_t smem = (size_t)(FL_BQ + 2 * FL_STAGES * FL_BK) * HD * sizeof(__nv_bfloat16);
+    const size_t smem = (size_t)(FL_BQ + 2 * FL_BK) * HD * sizeof(__nv_bfloat16);
     cuda_record(be, cudaFuncSetAttribute(k_flash_mma<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
                 "flash attention shared memory");
     const clef_seqs *sq = a->seqs;
@@ -391,7 +434,8 @@ size_t cuda_flash_workspace_size(int64_t n_kv, int64_t n_kv_heads, int64_t head_
 int cuda_flash_attention(clef_backend *be, const clef_attention_args *args, void *scratch) {
     const int64_t hd = args->head_dim;
     if ((hd != 64 && hd != 128 && hd != 256) || !scratch || ((uintptr_t)scratch & 15) || args->n_q <= 0 ||
-        args->n_kv <= 0 || args->n_kv_heads <= 0 || args->n_q_heads % args->n_kv_heads)
+        args->n_kv <= 0 || args->n_q >= (1 << 30) || args->n_kv >= (1 << 30) || args->n_kv_heads <= 0 ||
+        args->n_q_heads % args->n_kv_heads)
         return 0;
     if (args->seqs && (!args->seqs->start_dev || args->n_q != args->n_kv || args->seqs->n_seqs <= 0))
         return 0;
