@@ -6,7 +6,7 @@
 #   bench/gpu/run_h200.sh BIN_DIR LOG_DIR [steps]
 #
 # BIN_DIR holds test_cuda_ops, test_cuda_model, test_cuda_decide, bench_gpu_forward,
-# bench_gpu_cores (built
+# bench_gpu_cores, bench_gpu_attention (built
 # with -DCLEF_CUDA=ON)
 # and, optionally, lib/ (shared libraries the GPU machine lacks) and whl/ (Python wheels of
 # flash-linear-attention and fla-core for the peer). Run from the repository root (the
@@ -14,7 +14,9 @@
 # steps: any of ops model decide cores9 cores27 ncu27 bench9 peer9 bench27 peer27 (default: all but
 # ncu27), each optionally with a time limit in seconds, e.g. ops:90 (default 600). cores*: the
 # delta rule and attention alone per layer (bench_gpu_cores); ncu27: the same under Nsight
-# Compute, one duration per kernel launch.
+# Compute, one duration per kernel launch. Not in the default list: attn9 / attn27 (attention
+# alone at the model's heads, bench_gpu_attention) and peerattn9 / peerattn27 (the same shapes
+# on torch's FlashAttention-2, peer_attention.py).
 set -u -o pipefail
 BIN=$1
 LOG=$2
@@ -48,6 +50,10 @@ for step in $STEPS; do
     peer9) $T python3 "$HERE/peer_transformers.py" 9b 2>&1 | grep -v Warning | tee "$LOG/peer_9b.log" ;;
     bench27) $T "$BIN/bench_gpu_forward" 27b 2>&1 | tee "$LOG/bench_27b.log" ;;
     peer27) $T python3 "$HERE/peer_transformers.py" 27b 2>&1 | grep -v Warning | tee "$LOG/peer_27b.log" ;;
+    attn9) $T "$BIN/bench_gpu_attention" 9b 2>&1 | tee "$LOG/attn_9b.log" ;;
+    attn27) $T "$BIN/bench_gpu_attention" 27b 2>&1 | tee "$LOG/attn_27b.log" ;;
+    peerattn9) $T python3 "$HERE/peer_attention.py" 9b 2>&1 | grep -v Warning | tee "$LOG/peer_attn_9b.log" ;;
+    peerattn27) $T python3 "$HERE/peer_attention.py" 27b 2>&1 | grep -v Warning | tee "$LOG/peer_attn_27b.log" ;;
     *) echo "unknown step $s"; status=2 ;;
   esac
   rc=${PIPESTATUS[0]}

@@ -6,8 +6,10 @@
  *  - fp32-path ops (norms, conv, gates, RoPE, fp32 attention, softmax, elementwise, F32
  *    matmul): <= 1e-5 vs the CPU
  *  - tensor-core attention (Q, K, V, P rounded to bf16; fp32 accumulation): <= 1e-2 vs the
- *    CPU (bf16 carries 8 significant bits; measured values are printed); labelled "flash"
- *    when the register-accumulator kernel ran, "tc" for the shared-memory one
+ *    CPU (bf16 carries 8 significant bits; measured values are printed); labelled "mma" for
+ *    the mma.sync kernel (head_dim 64/128/256), "flash" when the WMMA register-accumulator
+ *    kernel ran (65..80), "tc" for the shared-memory one; packed sequences (empty and short
+ *    ones among them) also bit for bit equal to each sequence run alone
  *  - BF16 matmul: the CUDA path rounds x to bf16 before the GEMM, so it is compared with the
  *    CPU on the same bf16-rounded x: <= 1e-5; and with the CPU on unrounded x: <= 8e-3
  *    (bf16 has 8 significant bits: one rounding of x is <= 2^-9 relative per element)
@@ -349,12 +351,86 @@ static void test_attention(int64_t n_q, int64_t n_kv, int64_t Hq, int64_t Hkv, i
         clef_attention(gpu, &ag, gs);
         readback(og, od, no);
         int tc = !fp32 && (d == 64 || (d > 64 && d <= 80) || d == 128 || d == 256);
-        const char *label = fp32 ? "attention fp32" : !tc ? "attention" : clef_backend_cuda_flash_attention(gpu) ? "attention flash" : "attention tc";
+        const char *label = fp32 ? "attention fp32" : !tc ? "attention" : d % 64 == 0 ? "attention mma"
+                            : clef_backend_cuda_flash_attention(gpu) ? "attention flash" : "attention tc";
         report(label, shape, rel_l2(og, oc, no), tc ? 1e-2 : 1e-5);
     }
     clef_backend_release(gpu, qd), clef_backend_release(gpu, kd), clef_backend_release(gpu, vd);
     clef_backend_release(gpu, od), clef_backend_release(gpu, gs);
     free(q), free(k), free(v), free(oc), free(og), free(scratch), free(zero);
+}
+
+/* Packed self-attention (clef_seqs, the model's layout: q rows [query | gate] per head): the
+ * default kernel vs the CPU on the same packing (bf16 bound), and every sequence's rows bit for
+ * bit equal to that sequence run alone on the GPU (a record's answer must not depend on its
+ * batch). check_cpu = 0 skips the CPU reference (the 27B-shaped 8 x 1,502 case: only its first
+ * sequence is compared with the CPU, alone). */
+static void test_attention_packed(int64_t n_seqs, const int64_t *len, int64_t Hq, int64_t Hkv, int64_t d,
+                                  int causal, int check_cpu) {
+    int64_t *start = malloc(sizeof(int64_t) * (size_t)(n_seqs + 1)), longest = 0;
+    int32_t *start32 = malloc(sizeof(int32_t) * (size_t)(n_seqs + 1));
+    start[0] = 0, start32[0] = 0;
+    for (int64_t s = 0; s < n_seqs; s++) {
+        start[s + 1] = start[s] + len[s], start32[s + 1] = (int32_t)start[s + 1];
+        longest = len[s] > longest ? len[s] : longest;
+    }
+    const int64_t T = start[n_seqs], ldq = Hq * 2 * d, ldkv = Hkv * d, ldo = Hq * d;
+    size_t nq = (size_t)(T * ldq), nk = (size_t)(T * ldkv), no = (size_t)(T * ldo);
+    float *q = malloc(nq * 4), *k = malloc(nk * 4), *v = malloc(nk * 4), *oc = malloc(no * 4), *og = malloc(no * 4);
+    float *oa = malloc(no * 4);
+    fill_normal(q, nq, 1.0f), fill_normal(k, nk, 1.0f), fill_normal(v, nk, 1.0f);
+    clef_seqs sc = {.n_seqs = n_seqs, .start = start, .start_dev = start32, .max_len = longest};
+    clef_attention_args a = {.n_q = T, .n_kv = T, .n_q_heads = Hq, .n_kv_heads = Hkv, .head_dim = d, .q = q,
+                             .ldq = ldq, .q_head_stride = 2 * d, .k = k, .ldk = ldkv, .k_head_stride = d, .v = v,
+                             .ldv = ldkv, .v_head_stride = d, .o = oc, .ldo = ldo, .o_head_stride = d,
+                             .scale = 1.0f / sqrtf((float)d), .causal = causal, .seqs = &sc};
+    float *qd = to_gpu(gpu, q, nq * 4), *kd = to_gpu(gpu, k, nk * 4), *vd = to_gpu(gpu, v, nk * 4);
+    float *od = gpu_poisoned(no);
+    int32_t *sdev = to_gpu(gpu, start32, sizeof(int32_t) * (size_t)(n_seqs + 1));
+    clef_seqs sg = sc;
+    sg.start_dev = sdev;
+    clef_attention_args ag = a;
+    ag.q = qd, ag.k = kd, ag.v = vd, ag.o = od, ag.seqs = &sg;
+    void *gs = clef_backend_alloc(gpu, clef_attention_workspace_size(gpu, &ag));
+    clef_attention(gpu, &ag, gs);
+    readback(og, od, no);
+    char shape[96];
+    snprintf(shape, sizeof shape, "%lld seqs T=%lld H=%lld/%lld d=%lld%s", (long long)n_seqs, (long long)T,
+             (long long)Hq, (long long)Hkv, (long long)d, causal ? " causal" : "");
+    if (check_cpu) {
+        void *cs = malloc(clef_attention_workspace_size(cpu, &a));
+        clef_attention(cpu, &a, cs);
+        report("attention packed", shape, rel_l2(og, oc, no), 1e-2);
+        free(cs);
+    }
+    /* each sequence alone (no seqs), the GPU output rows of the packed run must be the same bits */
+    int same = 1;
+    for (int64_t s = 0; s < n_seqs; s++) {
+        const int64_t r0 = start[s], n = len[s];
+        if (n == 0)
+            continue;
+        clef_attention_args one = ag;
+        one.seqs = NULL, one.n_q = one.n_kv = n;
+        one.q = qd + r0 * ldq, one.k = kd + r0 * ldkv, one.v = vd + r0 * ldkv, one.o = od + r0 * ldo;
+        POISON(oa + r0 * ldo, n * ldo);
+        clef_backend_write(gpu, one.o, oa + r0 * ldo, (size_t)(n * ldo) * 4);
+        clef_attention(gpu, &one, gs);
+        readback(oa + r0 * ldo, one.o, (size_t)(n * ldo));
+        same &= !memcmp(oa + r0 * ldo, og + r0 * ldo, (size_t)(n * ldo) * 4);
+        if (s == 0 && !check_cpu) {
+            clef_attention_args c1 = a;
+            c1.seqs = NULL, c1.n_q = c1.n_kv = n;
+            void *cs = malloc(clef_attention_workspace_size(cpu, &c1));
+            clef_attention(cpu, &c1, cs);
+            report("attention packed", "the first sequence alone vs cpu", rel_l2(oa, oc, (size_t)(n * ldo)), 1e-2);
+            free(cs);
+        }
+    }
+    printf("%-16s %-44s %s\n", "attention packed", shape, same ? "= each alone, bit for bit" : "DIFFERS from alone");
+    CHECK_MSG(same, "packed attention %s differs from its sequences run alone", shape);
+    clef_backend_release(gpu, qd), clef_backend_release(gpu, kd), clef_backend_release(gpu, vd);
+    clef_backend_release(gpu, od), clef_backend_release(gpu, gs), clef_backend_release(gpu, sdev);
+    free(q), free(k), free(v), free(oc), free(og), free(oa), free(start), free(start32);
 }
 
 /* float64 recurrence of backend.h's definition (the reference nobody optimised) */
@@ -820,6 +896,19 @@ int main(void) {
     test_attention(333, 1200, 3, 3, 256, 1);
     test_attention(600, 600, 4, 4, 72, 0); /* the vision tower's head: zero-padded to 80 */
     test_attention(97, 97, 2, 1, 80, 1);
+    test_attention(2270, 2270, 6, 1, 256, 1); /* the 27B's group of 6 query heads per kv head */
+    test_attention(8192, 8192, 2, 1, 256, 1);
+    test_attention(129, 129, 4, 2, 128, 0);
+    {
+        const int64_t mixed[] = {0, 1, 700, 5, 64, 129, 0, 300, 1502};
+        test_attention_packed(9, mixed, 4, 2, 256, 1, 1);
+        const int64_t records[] = {1502, 1502, 1502, 1502, 1502, 1502, 1502, 1502};
+        test_attention_packed(8, records, 24, 4, 256, 1, 0); /* the 27B's heads, 8 x 1,502 */
+        const int64_t small[] = {3, 0, 200, 77};
+        test_attention_packed(4, small, 2, 1, 64, 1, 1);
+        const int64_t frames[] = {256, 64, 0, 130}; /* the vision tower: frames, 72 dims, not causal */
+        test_attention_packed(4, frames, 4, 4, 72, 0, 1);
+    }
     for (int mode = 0; mode < 2; mode++) {
         const clef_gdn_mode m = mode ? CLEF_GDN_RECURRENT : CLEF_GDN_CHUNKED;
         test_gdn(1, 2, 4, 128, 128, 0, 1, m);

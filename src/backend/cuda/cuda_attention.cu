@@ -6,15 +6,19 @@
  * h reads kv head h / group); any head layout through the strides; causal with the query
  * offset of backend.h (query i sees keys j <= i + n_kv - n_q).
  *
- * Two kernels: the default puts both products on the tensor cores (bf16 inputs, fp32
- * accumulation; head_dim 64, 65-80 (zero-padded to 80), 128 or 256); the fp32 kernel (CUDA
- * cores, fp32 throughout) runs
- * other head dims and whenever clef_backend_cuda_set_attention_fp32() asks for it.
+ * Which kernel runs (cuda_attention below): head_dim 64, 128 or 256 (the backbone's), the
+ * mma.sync flash kernel of cuda_flash.cu, packed sequences in one launch; head_dim 65..80 (the
+ * vision tower's 72, zero-padded to 80), the WMMA flash kernel of cuda_flash_wmma.cu, or where
+ * this device's WMMA layout is not the one it assumes the shared-memory tensor-core kernel of
+ * this file (all bf16 inputs, fp32 accumulation); any other head dim, and whenever
+ * clef_backend_cuda_set_attention_fp32() asks for it, the fp32 kernel of this file (CUDA
+ * cores, fp32 throughout).
  *
  * fp32 kernel thread layout: 256 threads = 32 query rows x 8; a thread scores 4 keys of its
  * row and owns head dims tk, tk+8, ... of the row's output. Rows of 8 lanes reduce max/sum
  * by shuffles.
  */
+#include "backend/cuda/cuda_flash_wmma.cuh"
 #include "backend/cuda/cuda_internal.cuh"
 
 #define ATT_BQ 32
@@ -278,8 +282,15 @@ static void launch_tc(clef_backend *be, const clef_attention_args *a) {
 
 static void attention_one(clef_backend *be, const clef_attention_args *args, void *scratch);
 
-/* Packed sequences (self-attention, n_q == n_kv): one launch per sequence on the stream. */
+/* The mma.sync flash kernel (cuda_flash.cu: head_dim 64/128/256) takes packed sequences in one
+ * launch; the other kernels run packed sequences (self-attention, n_q == n_kv) one launch per
+ * sequence on the stream. */
 void cuda_attention(clef_backend *be, const clef_attention_args *args, void *scratch) {
+    cuda_context *ctx = cuda_ctx(be);
+    if (ctx->status != CLEF_OK)
+        return;
+    if (!ctx->attention_fp32 && cuda_flash_attention(be, args, scratch))
+        return;
     if (!args->seqs) {
         attention_one(be, args, scratch);
         return;
@@ -301,7 +312,7 @@ static void attention_one(clef_backend *be, const clef_attention_args *args, voi
     if (ctx->status != CLEF_OK || args->n_q <= 0 || args->n_kv <= 0)
         return;
     const int64_t hd = args->head_dim;
-    if (!ctx->attention_fp32 && ctx->flash_ok && cuda_flash_attention(be, args, scratch))
+    if (!ctx->attention_fp32 && ctx->flash_ok && cuda_flash_wmma_attention(be, args, scratch))
         return;
     if (!ctx->attention_fp32 && (hd == 64 || (hd > 64 && hd <= 80) || hd == 128 || hd == 256)) {
         if (hd == 64)
@@ -326,10 +337,13 @@ static void attention_one(clef_backend *be, const clef_attention_args *args, voi
         ctx->status = clef_fail(CLEF_ERR_UNSUPPORTED, "CUDA attention: head_dim %lld > 256", (long long)hd);
 }
 
-/* flash style, no scores in memory: the bf16 copies of K and V of one sequence (packed
- * sequences run one at a time, so the longest sizes it) */
+/* flash style, no scores in memory: the bf16 copies of K and V; of every row for the mma.sync
+ * kernel (packed sequences in one launch), of the longest sequence for the WMMA one (packed
+ * sequences one at a time) */
 size_t cuda_attention_workspace_size(clef_backend *be, const clef_attention_args *args) {
     (void)be;
-    const int64_t n = args->seqs && args->seqs->max_len < args->n_kv ? args->seqs->max_len : args->n_kv;
-    return cuda_flash_workspace_size(n, args->n_kv_heads, args->head_dim);
+    const int64_t hd = args->head_dim;
+    const int all_rows = hd == 64 || hd == 128 || hd == 256;
+    const int64_t n = !all_rows && args->seqs && args->seqs->max_len < args->n_kv ? args->seqs->max_len : args->n_kv;
+    return cuda_flash_workspace_size(n, args->n_kv_heads, hd);
 }
