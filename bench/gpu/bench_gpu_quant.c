@@ -4,6 +4,8 @@
  *
  *   bench_gpu_quant gemm 9b|27b [reps]             every distinct linear shape of the model at
  *                                                  298 / 1,502 / 2,270 / 8,192 / 8 x 1,502 rows
+ *   bench_gpu_quant i8gemm 9b|27b [reps]           the INT8 GEMM alone, cuBLASLt vs the wgmma
+ *                                                  kernel (and their matmuls), same shapes and rows
  *   bench_gpu_quant forward 9b|27b [layers] [runs] the whole backbone (random BF16 weights made
  *                                                  on the device, as bench_gpu_forward), then
  *                                                  its linears swapped for random quantized ones
@@ -20,6 +22,9 @@
  *
  * FP8 runs on the fp8 tensor cores (clef_backend_cuda_set_fp8_tensor_cores), not the backend's
  * default exact path; with CLEF_BENCH_FP8_EXACT=1 in the environment the default path is timed.
+ *
+ * INT8 runs the backend's default GEMM; CLEF_BENCH_INT8_WGMMA=128|256 (or 0) picks the wgmma
+ * kernel with that tile width (or cuBLASLt) for the gemm and forward benches.
  *
  * Which linears each precision quantizes (the releases, docs/quant.md): FP8 the attention and
  * MLP linears (Gated DeltaNet projections stay BF16); INT8 ConvRot every linear except GDN
@@ -262,6 +267,107 @@ static int run_gemm(clef_backend *be, int is27, int reps) {
     return 0;
 }
 
+/* ---- the INT8 GEMM alone: cuBLASLt vs the wgmma kernel ----------------------------------------- */
+
+/* GEMM-only time of one int8 kernel: 0 = cuBLASLt (int32 out), 128 / 256 = wgmma (int32 out) */
+static double time_i8_gemm(clef_backend *be, int reps, int kernel, int64_t T, int64_t N, int64_t K, const int8_t *qx,
+                           const int8_t *qw, int32_t *acc, int64_t ldacc, double *times) {
+    for (int r = -3; r < reps; r++) {
+        clef_cuda_timer_start(be);
+        if (kernel)
+            clef_cuda_int8_gemm_i32_wgmma(be, kernel, T, N, K, qx, qw, acc, ldacc);
+        else
+            clef_cuda_int8_gemm_i32(be, T, N, K, qx, qw, acc, ldacc);
+        double ms = clef_cuda_timer_stop(be);
+        if (r >= 0)
+            times[r] = ms;
+    }
+    return clef_backend_synchronize(be) == CLEF_OK ? bench_median(times, reps) : -1.0;
+}
+
+/* Every linear shape, every T: the BF16 matmul (the rate to beat), the int8 GEMM alone on
+ * cuBLASLt and on the wgmma kernel (both tile widths; TOPS = 2 N K T / time), whether the
+ * wgmma sums equal cuBLASLt's (compared on the host for T <= 2,270), and the whole INT8
+ * matmul (quantizer + GEMM + scaling) on each. */
+static int run_i8gemm(clef_backend *be, int is27, int reps) {
+    const lin_shape *sh = is27 ? shapes_27b : shapes_9b;
+    const int n_sh = is27 ? (int)(sizeof shapes_27b / sizeof *sh) : (int)(sizeof shapes_9b / sizeof *sh);
+    int64_t maxK = 0, maxN = 0, maxT = bench_T[N_T - 1];
+    for (int i = 0; i < n_sh; i++) {
+        maxK = sh[i].K > maxK ? sh[i].K : maxK;
+        maxN = sh[i].N > maxN ? sh[i].N : maxN;
+    }
+    float *xh = malloc(sizeof(float) * (size_t)(maxT * maxK));
+    fill_x(xh, (size_t)(maxT * maxK));
+    float *x = clef_backend_alloc(be, sizeof(float) * (size_t)(maxT * maxK));
+    float *y = clef_backend_alloc(be, sizeof(float) * (size_t)(maxT * maxN));
+    int8_t *qx = clef_backend_alloc(be, (size_t)(maxT * maxK));
+    int32_t *acc = clef_backend_alloc(be, sizeof(int32_t) * (size_t)(maxT * maxN));
+    const size_t cmp_n = (size_t)2270 * (size_t)maxN;
+    int32_t *h0 = malloc(sizeof(int32_t) * cmp_n), *h1 = malloc(sizeof(int32_t) * cmp_n);
+    double *times = malloc(sizeof(double) * (size_t)reps);
+    if (!xh || !x || !y || !qx || !acc || !h0 || !h1 || !times ||
+        clef_backend_write(be, x, xh, sizeof(float) * (size_t)(maxT * maxK)) != CLEF_OK ||
+        clef_cuda_fill_random_codes(be, CLEF_WTYPE_INT8_CONVROT, qx, (size_t)(maxT * maxK), 77) != CLEF_OK) {
+        fprintf(stderr, "i8gemm bench: out of memory\n");
+        return 1;
+    }
+    free(xh);
+    int bad = 0;
+    printf("\n| model | linear | N x K | T | bf16 matmul ms | TFLOP/s | int8 cuBLASLt ms | TOPS | wgmma 128 ms | TOPS "
+           "| wgmma 256 ms | TOPS | sums = cuBLASLt's | int8 matmul, cuBLASLt ms | int8 matmul, wgmma 256 ms | TFLOP/s |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < n_sh; i++) {
+        qmat wb, wi;
+        const int64_t N = sh[i].N, K = sh[i].K, ld = (N + 3) / 4 * 4;
+        if (qm_make(be, P_BF16, N, K, 300 + (uint64_t)i, &wb) != CLEF_OK ||
+            qm_make(be, P_INT8, N, K, 400 + (uint64_t)i, &wi) != CLEF_OK || clef_backend_synchronize(be) != CLEF_OK) {
+            fprintf(stderr, "i8gemm bench: weights: %s\n", clef_last_error());
+            return 1;
+        }
+        const int8_t *qw = wi.m.data;
+        for (int ti = 0; ti < N_T; ti++) {
+            const int64_t T = bench_T[ti];
+            double bf = time_matmul(be, reps, T, x, K, &wb.m, y, times);
+            double g[3];
+            const char *same = "-";
+            for (int k = 0; k < 3; k++) {
+                g[k] = time_i8_gemm(be, reps, k * 128, T, N, K, qx, qw, acc, ld, times);
+                if (T <= 2270 && g[k] >= 0) { /* the sums of this kernel vs cuBLASLt's */
+                    int32_t *h = k ? h1 : h0;
+                    if (clef_backend_read(be, h, acc, sizeof(int32_t) * (size_t)(T * ld)) != CLEF_OK)
+                        g[k] = -1;
+                    if (k && memcmp(h0, h1, sizeof(int32_t) * (size_t)(T * ld)) != 0)
+                        same = "NO", bad = 1;
+                    else if (k && strcmp(same, "NO"))
+                        same = "yes";
+                }
+            }
+            clef_backend_cuda_set_int8_wgmma(be, 0);
+            double m_lt = time_matmul(be, reps, T, x, K, &wi.m, y, times);
+            clef_backend_cuda_set_int8_wgmma(be, 256);
+            double m_wg = time_matmul(be, reps, T, x, K, &wi.m, y, times);
+            clef_backend_cuda_set_int8_wgmma(be, 0);
+            if (bf < 0 || g[0] < 0 || g[1] < 0 || g[2] < 0 || m_lt < 0 || m_wg < 0) {
+                fprintf(stderr, "i8gemm bench: %s T=%lld: %s\n", sh[i].name, (long long)T, clef_last_error());
+                return 1;
+            }
+            const double fl = 2.0 * (double)N * (double)K * (double)T / 1e9;
+            printf("| %s | %s | %lld x %lld | %lld | %.3f | %.0f | %.3f | %.0f | %.3f | %.0f | %.3f | %.0f | %s | %.3f | "
+                   "%.3f | %.0f |\n",
+                   is27 ? "27B" : "9B", sh[i].name, (long long)N, (long long)K, (long long)T, bf, fl / bf, g[0],
+                   fl / g[0], g[1], fl / g[1], g[2], fl / g[2], same, m_lt, m_wg, fl / m_wg);
+        }
+        qm_free(be, &wb), qm_free(be, &wi);
+    }
+    clef_backend_release(be, x), clef_backend_release(be, y), clef_backend_release(be, qx);
+    clef_backend_release(be, acc);
+    free(h0), free(h1), free(times);
+    if (bad)
+        fprintf(stderr, "i8gemm bench: the wgmma kernel's int32 sums differ from cuBLASLt's\n");
+    return bad;
+}
+
 /* ---- forward ---------------------------------------------------------------------------------- */
 
 static int zero_matrix_read(void *ctx, const clef_tensor_info *t, void *dst) {
@@ -488,9 +594,12 @@ static int run_nf4_memory(clef_backend *be, int64_t T, int runs) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3 || (strcmp(argv[1], "gemm") && strcmp(argv[1], "forward") && strcmp(argv[1], "nf4mem")) ||
+    if (argc < 3 ||
+        (strcmp(argv[1], "gemm") && strcmp(argv[1], "i8gemm") && strcmp(argv[1], "forward") &&
+         strcmp(argv[1], "nf4mem")) ||
         (strcmp(argv[2], "9b") && strcmp(argv[2], "27b")) || (!strcmp(argv[1], "nf4mem") && strcmp(argv[2], "27b"))) {
         fprintf(stderr, "usage: bench_gpu_quant gemm 9b|27b [reps]\n"
+                        "       bench_gpu_quant i8gemm 9b|27b [reps]\n"
                         "       bench_gpu_quant forward 9b|27b [layers] [runs]\n"
                         "       bench_gpu_quant nf4mem 27b [tokens] [runs]\n");
         return 2;
@@ -513,12 +622,20 @@ int main(int argc, char **argv) {
     clef_backend_cuda_set_fp8_tensor_cores(be, tensor_cores);
     printf("FP8 matmuls: %s\n", tensor_cores ? "fp8 tensor cores (clef_backend_cuda_set_fp8_tensor_cores)"
                                               : "the exact path (bf16 tensor cores on the widened codes)");
+    /* CLEF_BENCH_INT8_WGMMA=128|256|0: the INT8 matmuls' GEMM (clef_backend_cuda_set_int8_wgmma) */
+    const char *i8 = getenv("CLEF_BENCH_INT8_WGMMA");
+    if (i8) {
+        clef_backend_cuda_set_int8_wgmma(be, atoi(i8));
+        printf("INT8 matmuls: %s\n", atoi(i8) == 128 || atoi(i8) == 256 ? "the wgmma kernel" : "cuBLASLt");
+    }
     double ceiling = 0;
     if (clef_backend_cuda_gemm_ceiling(be, 8192, 8192, 8192, 20, &ceiling) == CLEF_OK)
         printf("cuBLASLt bf16 GEMM ceiling (8192^3, median of 20): %.0f TFLOP/s\n", ceiling);
     int rc;
     if (!strcmp(argv[1], "gemm"))
         rc = run_gemm(be, is27, argc > 3 ? atoi(argv[3]) : 10);
+    else if (!strcmp(argv[1], "i8gemm"))
+        rc = run_i8gemm(be, is27, argc > 3 ? atoi(argv[3]) : 10);
     else if (!strcmp(argv[1], "nf4mem"))
         rc = run_nf4_memory(be, argc > 3 ? atoll(argv[3]) : 2270, argc > 4 ? atoi(argv[4]) : 3);
     else

@@ -7,9 +7,10 @@
  * clef_matmul on a quantized matrix (weights stay at their stored size in device memory):
  *  - FP8_E4M3 (W8A8): the fp32 activation rows are quantized per token to e4m3 by one kernel
  *    (compressed-tensors' dynamic quantizer in fp32, bit-identical to
- *    clef_fp8_quantize_tokens with CLEF_QUANT_ACT_F32). By default the codes of both operands
- *    are widened to bf16 (exactly) and a BF16 GEMM sums their products in fp32, then a kernel
- *    scales: the CPU's W8A8 up to summation order. With clef_backend_cuda_set_fp8_tensor_cores
+ *    clef_fp8_quantize_tokens with CLEF_QUANT_ACT_F32; each row read once). By default the
+ *    quantizer writes the codes' values in bf16 (exact), the weight's codes are widened to bf16
+ *    (exact), cuBLASLt's BF16 GEMM sums their products in fp32, then a kernel scales: the
+ *    CPU's W8A8 up to summation order. With clef_backend_cuda_set_fp8_tensor_cores
  *    (for speed; ~14-bit partial sums, cuda_quant_fp8.cu says what that does to a model),
  *    cuBLASLt multiplies e4m3 x e4m3
  *    with fp32 accumulation (no fast accumulation) and applies s_t x s_w[n] in its epilogue
@@ -25,7 +26,9 @@
  *    bit-identical to clef_convrot_quantize_tokens) and quantizes to int8; cuBLASLt's int8
  *    GEMM accumulates in int32 (exact: the same integers as the CPU; a dp4a kernel for the
  *    layouts cuBLASLt refuses, such as output counts not a multiple of 4); a kernel applies
- *    float(acc) * (s_t * s_w[n]) (+ bias) exactly as clef_int8_matmul_rows does.
+ *    float(acc) * (s_t * s_w[n]) (+ bias) exactly as clef_int8_matmul_rows does. With
+ *    clef_backend_cuda_set_int8_wgmma, our own wgmma kernel (sm_90a) makes the same int32 sums
+ *    and applies that scaling in its epilogue, from registers: the same bits.
  *  - NF4: a kernel dequantizes the weight to bf16 (bit-identical to clef_nf4_dequant_bf16:
  *    bitsandbytes' bf16 weights) into the matmul's scratch, then the BF16 path runs (the
  *    activations rounded to bf16, cuBLASLt bf16 x bf16 with fp32 accumulation). The weight
@@ -49,6 +52,10 @@ extern "C" {
 void clef_cuda_fp8_quantize_tokens(clef_backend *be, int64_t T, int64_t K, const float *x,
                                    int64_t ldx, uint8_t *q, float *scale);
 
+/* The same, the codes written as their bf16 values qv[T, K] (exact): the exact FP8 path's input. */
+void clef_cuda_fp8_quantize_tokens_bf16(clef_backend *be, int64_t T, int64_t K, const float *x, int64_t ldx,
+                                        uint16_t *qv, float *scale);
+
 /* Per-token ConvRot quantization of x[T, K]: each `group` (256, or 0 = no rotation) of a row
  * rotated by H256, then int8 codes q[T, K] (dense) and scale[T]. static_scale (device, [1])
  * or NULL: a release's static input_scale replaces the dynamic per-token one. exact: 1 = the
@@ -61,6 +68,17 @@ void clef_cuda_convrot_quantize_tokens(clef_backend *be, int64_t T, int64_t K, c
  * (a multiple of 4, >= N); K a multiple of 4. */
 void clef_cuda_int8_gemm_i32(clef_backend *be, int64_t T, int64_t N, int64_t K, const int8_t *qx,
                              const int8_t *qw, int32_t *acc, int64_t ldacc);
+
+/* The same int32 sums from the wgmma kernel (cuda_quant_int8_wgmma.cu; tile_n 128 or 256):
+ * for the tests and the bench. Returns CLEF_ERR_UNSUPPORTED, queuing nothing, where it cannot
+ * run (not sm_90, K not a multiple of 16, operands not 16-byte aligned). */
+int clef_cuda_int8_gemm_i32_wgmma(clef_backend *be, int tile_n, int64_t T, int64_t N, int64_t K, const int8_t *qx,
+                                  const int8_t *qw, int32_t *acc, int64_t ldacc);
+
+/* INT8 ConvRot matmuls' GEMM: tile_n = 128 or 256, the wgmma kernel with the scaling fused
+ * (tiles of 128 tokens x tile_n outputs; where it cannot run, cuBLASLt); 0, cuBLASLt's int8
+ * GEMM and the scaling kernel. Both give the same bits. */
+void clef_backend_cuda_set_int8_wgmma(clef_backend *be, int tile_n);
 
 /* The NF4 matrix w (a slice keeps its quant_row0) dequantized to bf16 bits, out[rows, cols]. */
 void clef_cuda_nf4_dequant_bf16(clef_backend *be, const clef_matrix *w, uint16_t *out);

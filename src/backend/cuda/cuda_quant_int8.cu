@@ -90,6 +90,9 @@ void cuda_int8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, 
     int32_t *acc = (int32_t *)(ws + int8_codes_bytes(T, K) + int8_scales_bytes(T));
     clef_cuda_convrot_quantize_tokens(be, T, K, x, ldx, q->rotation_group, q->input_scale, st->convrot_exact, qx, sx);
     const float *sw = q->weight_scale + w->quant_row0;
+    if (st->int8_wgmma && ctx->status == CLEF_OK &&
+        cuda_int8_wgmma_gemm(be, st->int8_wgmma, T, N, K, qx, (const int8_t *)w->data, sx, sw, bias, y, ldy, accumulate))
+        return;
     for (int64_t t0 = 0; t0 < T && ctx->status == CLEF_OK; t0 += chunk) {
         int64_t rows = T - t0 < chunk ? T - t0 : chunk;
         clef_cuda_int8_gemm_i32(be, rows, N, K, qx + t0 * K, (const int8_t *)w->data, acc, ld);

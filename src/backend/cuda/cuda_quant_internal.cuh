@@ -24,6 +24,7 @@ typedef enum cuda_qplan_kind {
     CUDA_QPLAN_FP8_OUTER = 1, /* e4m3 x e4m3 -> fp32, outer-vector scales */
     CUDA_QPLAN_FP8_PLAIN,     /* e4m3 x e4m3 -> fp32, unscaled */
     CUDA_QPLAN_INT8,          /* int8 x int8 -> int32 */
+    CUDA_QPLAN_BF16,          /* bf16 x bf16 -> fp32 (the exact FP8 path's widened codes) */
 } cuda_qplan_kind;
 
 typedef struct cuda_qplan {
@@ -45,6 +46,7 @@ typedef struct cuda_quant_state {
     int fp8_tensor_cores;     /* clef_backend_cuda_set_fp8_tensor_cores (0: the exact path) */
     int fp8_force_epilogue;   /* clef_backend_cuda_set_fp8_epilogue */
     int convrot_exact;        /* clef_backend_cuda_set_convrot_exact */
+    int int8_wgmma;           /* clef_backend_cuda_set_int8_wgmma: 0 (cuBLASLt), 128 or 256 (tile width) */
     cudaEvent_t timer[2];     /* clef_cuda_timer_start / stop, made on first use */
     cuda_qplan plans[CUDA_QPLANS];
 } cuda_quant_state;
@@ -100,6 +102,23 @@ void cuda_fp8_gemm_simple(clef_backend *be, int64_t T, int64_t N, int64_t K, con
                           float *prod, int64_t ldprod);
 void cuda_int8_gemm_simple(clef_backend *be, int64_t T, int64_t N, int64_t K, const int8_t *qx, const int8_t *qw,
                            int32_t *acc, int64_t ldacc);
+
+/* INT8 on wgmma (cuda_quant_int8_wgmma.cu): y = (accumulate ? y : 0) + float(qx qw^T) * (sx[t] *
+ * sw[n]) (+ bias), the scaling fused (cuda_quant_epilogue_i32's arithmetic), tiles 128 x
+ * tile_n (128 or 256). Returns 0, having queued nothing, where the kernel cannot run (not an
+ * sm_90 device, K not a multiple of 16, misaligned operands): the caller takes cuBLASLt. */
+int cuda_int8_wgmma_gemm(clef_backend *be, int tile_n, int64_t T, int64_t N, int64_t K, const int8_t *qx,
+                         const int8_t *qw, const float *sx, const float *sw, const float *bias, float *y, int64_t ldy,
+                         int accumulate);
+
+/* e4m3 code -> fp32 (exact; 0x7f / 0xff NaN) */
+__device__ __forceinline__ float cuda_e4m3_value(uint8_t b) {
+    const float sign = (b & 0x80) ? -1.0f : 1.0f;
+    const int e = (b >> 3) & 15, m = b & 7;
+    if (e == 15 && m == 7)
+        return __int_as_float(0x7fc00000);
+    return e ? sign * ldexpf((float)(8 + m), e - 10) : sign * ldexpf((float)m, -9);
+}
 
 /* Each format's matmul (backend.h's contract) and the scratch it needs for T rows. */
 void cuda_fp8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
