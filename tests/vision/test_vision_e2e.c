@@ -22,6 +22,7 @@
  */
 #include "test.h"
 #include "json_compact.h"
+#include "record_check.h"
 #include "e2e_fixture.h"
 
 #include "clef.h"
@@ -37,16 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static double rel_l2(const float *got, const double *want, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = got[i] - want[i];
-        num += d * d;
-        den += want[i] * want[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
 
 /* ids and 3-D positions of the prepared record against encode_record / get_rope_index. */
 static void check_encoding(const clef_model *m, const char *name, const char *body,
@@ -118,19 +109,7 @@ static void check_records(clef_model *m, const e2e_fixture *fx) {
         CHECK_MSG(st == CLEF_OK, "%s: decide_result: %s", name, clef_last_error());
         const json_value *logits = json_object_get(rec, "logits");
         if (res) {
-            double worst = 0;
-            CHECK_EQ_INT((int64_t)res->n_questions, (int64_t)logits->u.arr.count);
-            for (int32_t q = 0; q < res->n_questions && (size_t)q < logits->u.arr.count; q++) {
-                const json_value *lq = json_array_at(logits, (size_t)q);
-                const clef_question_result *qr = &res->questions[q];
-                CHECK_EQ_INT((int64_t)qr->n_options, (int64_t)lq->u.arr.count);
-                double want[256] = {0};
-                int32_t k = qr->n_options < 256 ? qr->n_options : 256;
-                for (int32_t o = 0; o < k; o++)
-                    json_get_double(json_array_at(lq, (size_t)o), &want[o]);
-                double err = rel_l2(qr->logits, want, (size_t)k);
-                worst = err > worst ? err : worst;
-            }
+            double worst = record_worst_logits(res, logits);
             printf("%s: %d tokens, logits relative L2 %.3g (first %.6f vs %.6f)\n", name,
                    res->input_tokens, worst, res->questions[0].logits[0],
                    json_array_at(json_array_at(logits, 0), 0)->u.num.real);
@@ -142,22 +121,7 @@ static void check_records(clef_model *m, const e2e_fixture *fx) {
         CHECK_MSG(st == CLEF_OK, "%s: decide: %s", name, clef_last_error());
         check_answer(name, alone[r], json_object_get(rec, "answer"), request);
     }
-    /* all records in one batch: the answers each gets alone */
-    char **batch = calloc(n, sizeof *batch);
-    size_t *lens = calloc(n, sizeof *lens);
-    int *statuses = calloc(n, sizeof *statuses);
-    for (size_t r = 0; r < n; r++)
-        lens[r] = strlen(bodies[r]);
-    int st = clef_model_decide_batch(m, n, (const char *const *)bodies, lens, batch, statuses, NULL);
-    CHECK_MSG(st == CLEF_OK, "batch: %s", clef_last_error());
-    for (size_t r = 0; r < n; r++) {
-        CHECK_MSG(batch[r] && alone[r] && !strcmp(batch[r], alone[r]),
-                  "record %zu: the batch answer differs from the one alone", r);
-        clef_string_free(batch[r]);
-        clef_string_free(alone[r]);
-        free(bodies[r]);
-    }
-    free(batch), free(lens), free(statuses), free(bodies), free(alone);
+    record_check_batch(m, n, bodies, alone); /* all records in one batch: each answer as alone */
 }
 
 /* The engine's own decoder and image processor (src/media) on the fixture's PNG files, with
