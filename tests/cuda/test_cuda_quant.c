@@ -10,7 +10,8 @@
  *        (fp32). The GEMM vs float64 of its own arithmetic, y = (sum_k qx qw) s_t s_w
  *        (+ y0 + bias), on its three paths:
  *        exact (the default: codes widened to bf16, bf16 tensor cores, fp32 accumulation;
- *        every product exact): relative L2 <= 1e-5 (the BF16 path's bound) and per element
+ *        every product exact; with cuBLASLt's GEMM and with each wgmma kernel, scaling fused):
+ *        relative L2 <= 1e-5 (the BF16 path's bound) and per element
  *        |err| <= K 2^-23 sum_k |qx qw| s_t s_w + 2^-21 (|y| + |y0| + |bias|) (fp32
  *        summation of K exact products, then the scaling's roundings);
  *        fp8 tensor cores (cuBLASLt outer-vector scaling, and the epilogue path):
@@ -32,7 +33,7 @@
  *        bit-identical to clef_int8_matmul_rows on the same codes (butterfly) and to the CPU
  *        backend's matmul (exact mode); vs float64 of its arithmetic: relative L2 <= 1e-6
  *        (two fp32 roundings in the epilogue). A static input_scale: codes as computed here.
- *        The wgmma GEMM (both tile widths): its int32 sums equal the CPU's, and its matmul
+ *        The wgmma GEMMs (each variant): their int32 sums equal the CPU's, and their matmul
  *        (scaling fused) the CPU's bits; at the 9B / 27B linear shapes (odd T) its sums equal
  *        cuBLASLt's everywhere and the CPU's on three rows, its matmul the cuBLASLt path's.
  *  NF4   the dequantized weights bit-identical to clef_nf4_dequant_bf16 (double quant and
@@ -199,11 +200,15 @@ static void test_fp8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bia
         }
     memcpy(yc, y0, sizeof(float) * (size_t)(T * ldy));
     clef_matmul(cpu, T, x, ldx, &wc, with_bias ? bias : NULL, yc, ldy, accumulate); /* QDQ */
-    static const char *const mode_names[3] = {"exact", "outer", "epilogue"};
-    for (int mode = 0; mode < 3; mode++) {
-        const int exact = mode == 0;
+    /* the exact path with cuBLASLt's GEMM, the fp8 tensor cores (outer-vector, epilogue), then
+     * the exact path on each wgmma kernel (scaling fused) */
+    static const char *const mode_names[3 + CLEF_CUDA_WGMMA_LAST] = {"exact", "outer", "epilogue", "exact-w1",
+                                                                      "exact-w2", "exact-w3", "exact-w4"};
+    for (int mode = 0; mode < 3 + CLEF_CUDA_WGMMA_LAST; mode++) {
+        const int exact = mode == 0 || mode >= 3;
         clef_backend_cuda_set_fp8_tensor_cores(gpu, !exact);
         clef_backend_cuda_set_fp8_epilogue(gpu, mode == 2);
+        clef_backend_cuda_set_fp8_exact_wgmma(gpu, mode >= 3 ? mode - 2 : CLEF_CUDA_WGMMA_OFF);
         clef_backend_write(gpu, yd, y0, sizeof(float) * (size_t)(T * ldy));
         clef_matmul(gpu, T, xd, ldx, &wg, with_bias ? bd : NULL, yd, ldy, accumulate);
         POISON(yg, T * ldy);
@@ -250,6 +255,7 @@ static void test_fp8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bia
     }
     clef_backend_cuda_set_fp8_epilogue(gpu, 0);
     clef_backend_cuda_set_fp8_tensor_cores(gpu, 0);
+    clef_backend_cuda_set_fp8_exact_wgmma(gpu, CLEF_CUDA_WGMMA_OFF);
     clef_backend_release(gpu, xd), clef_backend_release(gpu, qxd), clef_backend_release(gpu, sxd);
     clef_backend_release(gpu, swd), clef_backend_release(gpu, qwd), clef_backend_release(gpu, bd);
     clef_backend_release(gpu, yd);
@@ -351,8 +357,8 @@ static void test_int8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bi
         }
     printf("int8 gemm int32  %-40s accumulations differing from the CPU's: %lld\n", shape, (long long)acc_diff);
     CHECK_MSG(acc_diff == 0, "int8 gemm %s: int32 accumulations differ from the CPU's", shape);
-    for (int tile = 128; tile <= 256; tile += 128) { /* the wgmma kernel's sums (K a multiple of 16 here) */
-        CHECK_EQ_INT(clef_cuda_int8_gemm_i32_wgmma(gpu, tile, T, N, K, qfd, (const int8_t *)qwd + row0 * K, accd,
+    for (int v = CLEF_CUDA_WGMMA_128; v <= CLEF_CUDA_WGMMA_LAST; v++) { /* each wgmma kernel's sums (16 | K here) */
+        CHECK_EQ_INT(clef_cuda_int8_gemm_i32_wgmma(gpu, v, T, N, K, qfd, (const int8_t *)qwd + row0 * K, accd,
                                                    ldacc), CLEF_OK);
         memset(acc, 0x7f, sizeof(int32_t) * (size_t)(T * ldacc));
         sync_read(acc, accd, sizeof(int32_t) * (size_t)(T * ldacc));
@@ -360,9 +366,9 @@ static void test_int8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bi
         for (int64_t t = 0; t < T; t++)
             for (int64_t n = 0; n < N; n++)
                 wg_diff += acc[t * ldacc + n] != cpu_acc[t * N + n];
-        printf("int8 gemm int32  %-40s wgmma tile %d: accumulations differing from the CPU's: %lld\n", shape, tile,
+        printf("int8 gemm int32  %-40s wgmma variant %d: accumulations differing from the CPU's: %lld\n", shape, v,
                (long long)wg_diff);
-        CHECK_MSG(wg_diff == 0, "int8 wgmma gemm (tile %d) %s: int32 accumulations differ from the CPU's", tile, shape);
+        CHECK_MSG(wg_diff == 0, "int8 wgmma gemm (variant %d) %s: int32 accumulations differ from the CPU's", v, shape);
     }
 
     /* the whole matmul, both rotations */
@@ -375,14 +381,14 @@ static void test_int8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bi
     clef_matrix wg = clef_matrix_slice_rows(&stored_g, row0, N), wc = clef_matrix_slice_rows(&stored_c, row0, N);
     float *yg = fmalloc((size_t)(T * ldy)), *yc = fmalloc((size_t)(T * ldy));
     double *ref = malloc(sizeof(double) * (size_t)(T * N));
-    /* butterfly and exact rotations with cuBLASLt's GEMM, then the butterfly with the wgmma
-     * kernel's two tile widths (fused scaling): the same bits as the CPU each time */
-    static const int runs[4][2] = {{1, 0}, {0, 0}, {0, 128}, {0, 256}}; /* r >= 1 reuse the butterfly's ref */
-    for (int r = 0; r < 4; r++) {
-        const int exact = runs[r][0], wgmma = runs[r][1];
+    /* exact and butterfly rotations with cuBLASLt's GEMM, then the butterfly on each wgmma
+     * kernel (fused scaling): the same bits as the CPU each time */
+    for (int r = 0; r < 2 + CLEF_CUDA_WGMMA_LAST; r++) { /* r >= 1 reuse the butterfly's ref */
+        const int exact = r == 0, wgmma = r >= 2 ? r - 1 : CLEF_CUDA_WGMMA_OFF;
         char mode[32];
-        snprintf(mode, sizeof mode, "%s%s", exact ? "exact" : "butterfly", wgmma == 128 ? " wgmma128" :
-                 wgmma == 256 ? " wgmma256" : "");
+        snprintf(mode, sizeof mode, "%s%s", exact ? "exact" : "butterfly", wgmma ? " wgmma" : "");
+        if (wgmma)
+            snprintf(mode + strlen(mode), sizeof mode - strlen(mode), "%d", wgmma);
         clef_backend_cuda_set_convrot_exact(gpu, exact);
         clef_backend_cuda_set_int8_wgmma(gpu, wgmma);
         clef_backend_write(gpu, yd, y0, sizeof(float) * (size_t)(T * ldy));
@@ -479,7 +485,7 @@ static void test_int8_wgmma_large(int64_t T, int64_t N, int64_t K) {
         }
     printf("int8 wgmma       %-40s cuBLASLt's sums vs the CPU's (3 rows): %lld differing\n", shape, (long long)cpu_diff);
     CHECK_MSG(cpu_diff == 0, "int8 gemm %s: cuBLASLt's sums differ from the CPU's", shape);
-    for (int tile = 128; tile <= 256; tile += 128) {
+    for (int tile = CLEF_CUDA_WGMMA_128; tile <= CLEF_CUDA_WGMMA_LAST; tile++) { /* variants */
         memset(acc, 0x7f, sizeof(int32_t) * (size_t)(T * ldacc));
         clef_backend_write(gpu, accd, acc, sizeof(int32_t) * (size_t)(T * ldacc));
         CHECK_EQ_INT(clef_cuda_int8_gemm_i32_wgmma(gpu, tile, T, N, K, qxd, qwd, accd, ldacc), CLEF_OK);
@@ -491,9 +497,9 @@ static void test_int8_wgmma_large(int64_t T, int64_t N, int64_t K) {
         for (int r = 0; r < 3; r++)
             for (int64_t n = 0; n < N; n++)
                 d_cpu += acc[rows[r] * ldacc + n] != cpu_rows[r * N + n];
-        printf("int8 wgmma       %-40s tile %d: sums differing from cuBLASLt's %lld of %lld, from the CPU's (3 rows) %lld\n",
+        printf("int8 wgmma       %-40s variant %d: sums differing from cuBLASLt's %lld of %lld, from the CPU's (3 rows) %lld\n",
                shape, tile, (long long)d, (long long)(T * N), (long long)d_cpu);
-        CHECK_MSG(d == 0 && d_cpu == 0, "int8 wgmma gemm (tile %d) %s: sums differ", tile, shape);
+        CHECK_MSG(d == 0 && d_cpu == 0, "int8 wgmma gemm (variant %d) %s: sums differ", tile, shape);
     }
     /* the whole matmul on device-quantized activations: cuBLASLt path vs wgmma, same bits */
     float *x = fmalloc((size_t)(T * K)), *y0 = fmalloc((size_t)(T * ldy)), *sw = fmalloc((size_t)N);
@@ -510,7 +516,8 @@ static void test_int8_wgmma_large(int64_t T, int64_t N, int64_t K) {
     clef_quant qdev = {.u.int8_convrot = {.weight_scale = swd, .rotation_group = 256}};
     clef_matrix w = {.type = CLEF_WTYPE_INT8_CONVROT, .rows = N, .cols = K, .ld = K, .data = qwd, .quant = &qdev};
     for (int acc_mode = 0; acc_mode < 2; acc_mode++)
-        for (int tile = 0; tile <= 256; tile += 128) {
+        for (int v = CLEF_CUDA_WGMMA_OFF; v <= CLEF_CUDA_WGMMA_LAST + 1; v++) { /* + 1: the default, auto */
+            const int tile = v <= CLEF_CUDA_WGMMA_LAST ? v : CLEF_CUDA_WGMMA_AUTO;
             clef_backend_cuda_set_int8_wgmma(gpu, tile);
             clef_backend_write(gpu, yd, y0, sizeof(float) * (size_t)(T * ldy));
             clef_matmul(gpu, T, xd, K, &w, acc_mode ? bd : NULL, yd, ldy, acc_mode);
@@ -522,9 +529,9 @@ static void test_int8_wgmma_large(int64_t T, int64_t N, int64_t K) {
             int64_t d = 0;
             for (int64_t t = 0; t < T; t++)
                 d += count_diff_f32(yw + t * ldy, yl + t * ldy, N);
-            printf("int8 wgmma       %-40s matmul tile %d%s: elements differing from the cuBLASLt path %lld\n", shape,
+            printf("int8 wgmma       %-40s matmul variant %d%s: elements differing from the cuBLASLt path %lld\n", shape,
                    tile, acc_mode ? " bias acc" : "", (long long)d);
-            CHECK_MSG(d == 0, "int8 wgmma matmul (tile %d) %s: differs from the cuBLASLt path", tile, shape);
+            CHECK_MSG(d == 0, "int8 wgmma matmul (variant %d) %s: differs from the cuBLASLt path", tile, shape);
         }
     clef_backend_cuda_set_int8_wgmma(gpu, 0);
     clef_backend_release(gpu, qxd), clef_backend_release(gpu, qwd), clef_backend_release(gpu, accd);

@@ -25,6 +25,10 @@ cuda_quant_state *cuda_quant_state_of(clef_backend *be) {
         ctx->quant = (cuda_quant_state *)calloc(1, sizeof(cuda_quant_state));
         if (!ctx->quant)
             CUDA_QUANT_FAIL(be, CLEF_ERR_OUT_OF_MEMORY, "CUDA quantized matmul: out of host memory");
+        else { /* the GEMMs by default (cuda_quant_internal.cuh says why) */
+            ctx->quant->int8_wgmma = CUDA_QUANT_INT8_WGMMA_DEFAULT;
+            ctx->quant->fp8_exact_wgmma = CUDA_QUANT_FP8_EXACT_WGMMA_DEFAULT;
+        }
     }
     return ctx->quant;
 }
@@ -297,10 +301,20 @@ extern "C" void clef_backend_cuda_set_convrot_exact(clef_backend *be, int on) {
         st->convrot_exact = on != 0;
 }
 
-extern "C" void clef_backend_cuda_set_int8_wgmma(clef_backend *be, int tile_n) {
+static int wgmma_variant(int v) {
+    return (v >= CLEF_CUDA_WGMMA_128 && v <= CLEF_CUDA_WGMMA_LAST) || v == CLEF_CUDA_WGMMA_AUTO ? v : CLEF_CUDA_WGMMA_OFF;
+}
+
+extern "C" void clef_backend_cuda_set_int8_wgmma(clef_backend *be, int variant) {
     cuda_quant_state *st = cuda_quant_state_of(be);
     if (st)
-        st->int8_wgmma = tile_n == 128 || tile_n == 256 ? tile_n : 0;
+        st->int8_wgmma = wgmma_variant(variant);
+}
+
+extern "C" void clef_backend_cuda_set_fp8_exact_wgmma(clef_backend *be, int variant) {
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    if (st)
+        st->fp8_exact_wgmma = wgmma_variant(variant);
 }
 
 extern "C" void clef_backend_cuda_set_fp8_epilogue(clef_backend *be, int on) {

@@ -26,9 +26,9 @@
  *    bit-identical to clef_convrot_quantize_tokens) and quantizes to int8; cuBLASLt's int8
  *    GEMM accumulates in int32 (exact: the same integers as the CPU; a dp4a kernel for the
  *    layouts cuBLASLt refuses, such as output counts not a multiple of 4); a kernel applies
- *    float(acc) * (s_t * s_w[n]) (+ bias) exactly as clef_int8_matmul_rows does. With
- *    clef_backend_cuda_set_int8_wgmma, our own wgmma kernel (sm_90a) makes the same int32 sums
- *    and applies that scaling in its epilogue, from registers: the same bits.
+ *    float(acc) * (s_t * s_w[n]) (+ bias) exactly as clef_int8_matmul_rows does. On sm_90 by
+ *    default (clef_backend_cuda_set_int8_wgmma) our own wgmma kernels make the same int32 sums
+ *    and apply that scaling in their epilogue, from registers: the same bits.
  *  - NF4: a kernel dequantizes the weight to bf16 (bit-identical to clef_nf4_dequant_bf16:
  *    bitsandbytes' bf16 weights) into the matmul's scratch, then the BF16 path runs (the
  *    activations rounded to bf16, cuBLASLt bf16 x bf16 with fp32 accumulation). The weight
@@ -69,16 +69,43 @@ void clef_cuda_convrot_quantize_tokens(clef_backend *be, int64_t T, int64_t K, c
 void clef_cuda_int8_gemm_i32(clef_backend *be, int64_t T, int64_t N, int64_t K, const int8_t *qx,
                              const int8_t *qw, int32_t *acc, int64_t ldacc);
 
-/* The same int32 sums from the wgmma kernel (cuda_quant_int8_wgmma.cu; tile_n 128 or 256):
- * for the tests and the bench. Returns CLEF_ERR_UNSUPPORTED, queuing nothing, where it cannot
- * run (not sm_90, K not a multiple of 16, operands not 16-byte aligned). */
-int clef_cuda_int8_gemm_i32_wgmma(clef_backend *be, int tile_n, int64_t T, int64_t N, int64_t K, const int8_t *qx,
+/* The wgmma GEMM kernels (cuda_quant_wgmma.cu, sm_90a), by tile: 128 tokens x
+ *   CLEF_CUDA_WGMMA_128        128 outputs (m64n128 instructions), one block per SM
+ *   CLEF_CUDA_WGMMA_256_SPLIT  256 outputs, each slice two m64n128 instructions
+ *   CLEF_CUDA_WGMMA_256        256 outputs, one m64n256 instruction per slice
+ *   CLEF_CUDA_WGMMA_256_MC     256 outputs, m64n256, blocks in clusters of two sharing (TMA
+ *                              multicast) the weight's slab (measured slower: ~650 TOPS)
+ * CLEF_CUDA_WGMMA_OFF: cuBLASLt. All give the same sums (exact integers; for bf16, exact
+ * products summed in fp32 in the kernel's order). */
+enum {
+    CLEF_CUDA_WGMMA_OFF = 0,
+    CLEF_CUDA_WGMMA_128 = 1,
+    CLEF_CUDA_WGMMA_256_SPLIT = 2,
+    CLEF_CUDA_WGMMA_256 = 3,
+    CLEF_CUDA_WGMMA_256_MC = 4,
+    CLEF_CUDA_WGMMA_LAST = CLEF_CUDA_WGMMA_256_MC,
+    /* for INT8 (the backend's default), per call: 128 x 128 tiles where 128 x 256 ones would
+     * make fewer than 2.5 waves over the SMs (few tokens, narrow outputs), else 128 x 256
+     * (CLEF_CUDA_WGMMA_256); for the exact FP8 path always CLEF_CUDA_WGMMA_256 (fp32 sums: one
+     * kernel for every row count keeps a row's result independent of its batch) */
+    CLEF_CUDA_WGMMA_AUTO = 100,
+};
+
+/* The int32 sums of clef_cuda_int8_gemm_i32 from a wgmma kernel (variant above): for the
+ * tests and the bench. Returns CLEF_ERR_UNSUPPORTED, queuing nothing, where it cannot run (not
+ * sm_90, K not a multiple of 16, operands not 16-byte aligned, an unknown variant). */
+int clef_cuda_int8_gemm_i32_wgmma(clef_backend *be, int variant, int64_t T, int64_t N, int64_t K, const int8_t *qx,
                                   const int8_t *qw, int32_t *acc, int64_t ldacc);
 
-/* INT8 ConvRot matmuls' GEMM: tile_n = 128 or 256, the wgmma kernel with the scaling fused
- * (tiles of 128 tokens x tile_n outputs; where it cannot run, cuBLASLt); 0, cuBLASLt's int8
- * GEMM and the scaling kernel. Both give the same bits. */
-void clef_backend_cuda_set_int8_wgmma(clef_backend *be, int tile_n);
+/* INT8 ConvRot matmuls' GEMM: a wgmma variant (the scaling fused; where it cannot run,
+ * cuBLASLt; default CLEF_CUDA_WGMMA_AUTO), or CLEF_CUDA_WGMMA_OFF: cuBLASLt's int8 GEMM and the
+ * scaling kernel. The same bits either way. */
+void clef_backend_cuda_set_int8_wgmma(clef_backend *be, int variant);
+
+/* The exact FP8 path's GEMM (bf16 code values, fp32 sums): a wgmma variant with the scaling
+ * fused, or CLEF_CUDA_WGMMA_OFF (the default): cuBLASLt's BF16 GEMM into fp32 products and
+ * the scaling kernel. Both are the exact path's arithmetic (up to fp32 summation order). */
+void clef_backend_cuda_set_fp8_exact_wgmma(clef_backend *be, int variant);
 
 /* The NF4 matrix w (a slice keeps its quant_row0) dequantized to bf16 bits, out[rows, cols]. */
 void clef_cuda_nf4_dequant_bf16(clef_backend *be, const clef_matrix *w, uint16_t *out);

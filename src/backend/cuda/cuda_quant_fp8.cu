@@ -197,6 +197,10 @@ static void fp8_gemm_exact(clef_backend *be, int64_t T, const clef_matrix *w, co
     k_fp8_widen_bf16<<<fp8_widen_blocks(N * K / 4), 256, 0, ctx->stream>>>(N * K / 4, (const uint32_t *)w->data,
                                                                            (uint2 *)wb);
     CUDA_CHECK_LAUNCH(be, "fp8 weight widening kernel");
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    if (st && st->fp8_exact_wgmma && ctx->status == CLEF_OK &&
+        cuda_wgmma_gemm(be, 1, st->fp8_exact_wgmma, T, N, K, xv, wb, sx, sw, bias, y, ldy, accumulate))
+        return;
     for (int64_t t0 = 0; t0 < T && ctx->status == CLEF_OK; t0 += chunk) {
         int64_t rows = T - t0 < chunk ? T - t0 : chunk;
         const __nv_bfloat16 *b = xv + t0 * K;

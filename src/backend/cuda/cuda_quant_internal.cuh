@@ -14,6 +14,16 @@
 #include "backend/cuda/cuda_internal.cuh"
 #include "backend/cuda/cuda_quant.h"
 
+/* The GEMMs the INT8 and exact FP8 matmuls take by default (CLEF_CUDA_WGMMA_*; where a wgmma
+ * kernel cannot run, cuBLASLt). INT8: CLEF_CUDA_WGMMA_AUTO, i.e. 128 x 128 tiles for small
+ * products and CUDA_QUANT_WGMMA_LARGE for the rest (exact integers, the cuBLASLt path's bits;
+ * per 27B / 9B forward of linears 0.82-1.02x the cuBLASLt path's time at 298-12,016 tokens on
+ * an H200, run15, bench/RESULTS.md). Exact FP8: cuBLASLt's BF16 GEMM (the bf16 wgmma kernels
+ * pass the tests but were not timed yet). */
+#define CUDA_QUANT_INT8_WGMMA_DEFAULT CLEF_CUDA_WGMMA_AUTO
+#define CUDA_QUANT_FP8_EXACT_WGMMA_DEFAULT CLEF_CUDA_WGMMA_OFF
+#define CUDA_QUANT_WGMMA_LARGE CLEF_CUDA_WGMMA_256
+
 /* Rows every cached plan is chosen for. */
 #define CUDA_QUANT_CANON_ROWS 2048
 /* Bytes of the product buffer of the GEMMs that need one (INT8's int32, FP8's fallback
@@ -46,7 +56,8 @@ typedef struct cuda_quant_state {
     int fp8_tensor_cores;     /* clef_backend_cuda_set_fp8_tensor_cores (0: the exact path) */
     int fp8_force_epilogue;   /* clef_backend_cuda_set_fp8_epilogue */
     int convrot_exact;        /* clef_backend_cuda_set_convrot_exact */
-    int int8_wgmma;           /* clef_backend_cuda_set_int8_wgmma: 0 (cuBLASLt), 128 or 256 (tile width) */
+    int int8_wgmma;           /* clef_backend_cuda_set_int8_wgmma: CLEF_CUDA_WGMMA_* */
+    int fp8_exact_wgmma;      /* clef_backend_cuda_set_fp8_exact_wgmma: CLEF_CUDA_WGMMA_* */
     cudaEvent_t timer[2];     /* clef_cuda_timer_start / stop, made on first use */
     cuda_qplan plans[CUDA_QPLANS];
 } cuda_quant_state;
@@ -103,13 +114,15 @@ void cuda_fp8_gemm_simple(clef_backend *be, int64_t T, int64_t N, int64_t K, con
 void cuda_int8_gemm_simple(clef_backend *be, int64_t T, int64_t N, int64_t K, const int8_t *qx, const int8_t *qw,
                            int32_t *acc, int64_t ldacc);
 
-/* INT8 on wgmma (cuda_quant_int8_wgmma.cu): y = (accumulate ? y : 0) + float(qx qw^T) * (sx[t] *
- * sw[n]) (+ bias), the scaling fused (cuda_quant_epilogue_i32's arithmetic), tiles 128 x
- * tile_n (128 or 256). Returns 0, having queued nothing, where the kernel cannot run (not an
- * sm_90 device, K not a multiple of 16, misaligned operands): the caller takes cuBLASLt. */
-int cuda_int8_wgmma_gemm(clef_backend *be, int tile_n, int64_t T, int64_t N, int64_t K, const int8_t *qx,
-                         const int8_t *qw, const float *sx, const float *sw, const float *bias, float *y, int64_t ldy,
-                         int accumulate);
+/* A wgmma GEMM (cuda_quant_wgmma.cu) with the scaling fused: bf16 = 0, int8 codes x [T, K] and
+ * w [N, K], y = (accumulate ? y : 0) + float(x w^T) * (sx[t] * sw[n]) (+ bias)
+ * (cuda_quant_epilogue_i32's arithmetic); bf16 = 1, bf16 values, y = (accumulate ? y : 0) +
+ * (x w^T) * sx[t] * sw[n] (+ bias) (cuda_quant_epilogue_f32's). variant: CLEF_CUDA_WGMMA_*.
+ * Returns 0, having queued nothing, where the kernel cannot run (not an sm_90 device, K not a
+ * multiple of 16, misaligned operands): the caller takes cuBLASLt. */
+int cuda_wgmma_gemm(clef_backend *be, int bf16, int variant, int64_t T, int64_t N, int64_t K, const void *x,
+                    const void *w, const float *sx, const float *sw, const float *bias, float *y, int64_t ldy,
+                    int accumulate);
 
 /* e4m3 code -> fp32 (exact; 0x7f / 0xff NaN) */
 __device__ __forceinline__ float cuda_e4m3_value(uint8_t b) {
