@@ -10,8 +10,10 @@
  * the CPU's W8A8 (clef_fp8_gemm_ref) up to fp32 summation order, and in fp32 W8A8 equals
  * compressed-tensors' QDQ forward to ~1e-7 (scripts/cuda/fp8_gpu_sensitivity.py), so the GPU
  * runs the CPU reference's arithmetic. It costs a BF16 GEMM plus the weight's widening and the
- * products' round trip through memory (run13, before the quantizer wrote bf16 itself: ~335
- * TFLOP/s on the 27B MLP-up shape at 2,270 rows on an H200, half the BF16 rate).
+ * products' round trip through memory (27B MLP-up at 2,270 rows on an H200: 386 TFLOP/s, run15;
+ * 335 before the quantizer wrote bf16 itself). With clef_backend_cuda_set_fp8_exact_wgmma the
+ * GEMM and the scaling run in one of our bf16 wgmma kernels instead (cuda_quant_wgmma.cu: no
+ * product round trip; same checks passed, not timed yet).
  *
  * Tensor cores (clef_backend_cuda_set_fp8_tensor_cores): cuBLASLt e4m3 x e4m3 — the FP8 rate,
  * but Hopper's fp8 MMAs keep only ~14 bits of their partial sums (test_cuda_quant: 1e-4..3e-4

@@ -1,8 +1,9 @@
 /*
  * cuda_quant_internal.cuh — what the quantized-format files of the CUDA backend
  * (cuda_quant*.cu) share: their per-backend state (scratch grown on demand, cached cuBLASLt
- * plans of the FP8 and INT8 GEMMs, the ConvRot rotation mode), the plan cache, the scaling
- * epilogues, and each format's matmul entry point for the dispatch in cuda_quant.cu.
+ * plans of the FP8, INT8 and exact-FP8 BF16 GEMMs, the ConvRot rotation mode, which wgmma
+ * kernels run), the plan cache, the scaling epilogues, the wgmma GEMMs' entry point, and each
+ * format's matmul entry point for the dispatch in cuda_quant.cu.
  *
  * Plans, as for the BF16 GEMMs (cuda_matmul.cu): chosen once per weight shape for a canonical
  * row count with no split-K reduction and reused for every T, so a row's result does not
