@@ -389,19 +389,22 @@ __global__ void __launch_bounds__(wg_cfg<BM, BN>::THREADS, 1)
 
 /* ---- host side ------------------------------------------------------------------------------ */
 
+/* The driver's tensor-map encoder, looked up once. Threads of several contexts may race here:
+ * each stores the same pointer, and one that finds none yet only takes cuBLASLt this once. */
 static PFN_cuTensorMapEncodeTiled_v12000 wg_encode_fn(void) {
     static PFN_cuTensorMapEncodeTiled_v12000 fn = NULL;
-    static int asked = 0;
-    if (!asked) {
-        asked = 1;
+    static int failed = 0;
+    if (!fn && !failed) {
         void *p = NULL;
         cudaDriverEntryPointQueryResult q;
         if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) ==
                 cudaSuccess &&
-            q == cudaDriverEntryPointSuccess)
+            q == cudaDriverEntryPointSuccess && p)
             fn = (PFN_cuTensorMapEncodeTiled_v12000)p;
-        else
+        else {
             cudaGetLastError(); /* not this backend's failure: the caller falls back */
+            failed = 1;
+        }
     }
     return fn;
 }
