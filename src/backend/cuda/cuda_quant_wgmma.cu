@@ -14,12 +14,12 @@
  * to scale (a round trip of 8 bytes per output), and has no per-row x per-column scaling for
  * these types; here each sum is scaled from registers.
  *
- * One thread block makes a BM x BN tile of y (BM = 128 or 192: 384 or 512 threads):
- *  - warpgroup 0, the producer: one thread loads the BM-row slab of x and the BN-row slab of
+ * One thread block (384 threads) makes a 128 x BN tile of y:
+ *  - warpgroup 0, the producer: one thread loads the 128-row slab of x and the BN-row slab of
  *    the weight for each 128-byte step of K with the bulk tensor copy engine (TMA, 128-byte
  *    swizzle) into a ring of STAGES shared-memory stages; "full" mbarriers count the bytes in,
  *    "empty" mbarriers say when the consumers are done with a stage.
- *  - warpgroups 1, 2 (and 3), the consumers: 64 rows of the tile each; per stage four
+ *  - warpgroups 1 and 2, the consumers: 64 rows of the tile each; per stage four
  *    32-byte slices of K, each BN / WN wgmmas m64nWN (WN = 128 or 256), accumulators in
  *    registers; one stage's wgmmas stay in flight while the next stage is waited for.
  *  - the epilogue: each consumer thread scales its own accumulators and stores them (or, for
@@ -29,7 +29,8 @@
  * the 85 registers a thread could then have; so would a 192 x 256 tile: ptxas compiles the
  * whole kernel within the entry cap, setmaxnreg or not). At these rates the operands' traffic
  * from L2 is a limit (48 KB per 8.4 M multiply-adds for a 128 x 256 tile: ~6 TB/s at 1,000
- * TOPS): the cluster variant multicasts the weight's slab to two blocks, 32 KB per block.
+ * TOPS): the cluster variant multicasts the weight's slab to two blocks, 32 KB per block
+ * (measured slower as written, H200 run15: not a default).
  * Operands in shared memory: K-major (both x and the weight are [rows, K] row-major, as
  * stored; wgmma has no other layout for 8-bit types), each row 128 bytes, the 16-byte chunks of
  * row r permuted by r mod 8 (TMA's 128-byte swizzle, which is wgmma's canonical 128B-swizzled
@@ -59,16 +60,17 @@ struct wg_bf16 {
     static constexpr int ELEM = 2;
 };
 
-/* A tile of BM rows of x (BM / 64 consumer warpgroups of 64 rows) x BN rows of the weight. */
+/* A tile of BM rows of x (BM / 64 consumer warpgroups of 64 rows; 128 in every variant) x BN
+ * rows of the weight. */
 template <int BM, int BN> struct wg_cfg {
     static constexpr int CONSUMERS = BM / 64;
     static constexpr int THREADS = 128 * (1 + CONSUMERS);
     static constexpr int STAGES = BN == 128 ? 6 : 4;
-    static constexpr int A_BYTES = BM * WG_ROW;            /* 16 or 24 KB */
+    static constexpr int A_BYTES = BM * WG_ROW;            /* 16 KB */
     static constexpr int B_BYTES = BN * WG_ROW;            /* 16 or 32 KB */
     static constexpr int SMEM = STAGES * (A_BYTES + B_BYTES) + 2 * STAGES * 8 + 1024; /* + barriers, alignment */
     /* registers after setmaxnreg: the producer gives what the consumers take (entry: 65,536
-     * over the block's threads, 168 or 128) */
+     * over the block's 384 threads, 168) */
     static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
     static_assert(SMEM <= 232448, "shared memory of a block");
     static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "registers of a block");
