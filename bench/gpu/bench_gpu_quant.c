@@ -4,6 +4,8 @@
  *
  *   bench_gpu_quant gemm 9b|27b [reps]             every distinct linear shape of the model at
  *                                                  298 / 1,502 / 2,270 / 8,192 / 8 x 1,502 rows
+ *   bench_gpu_quant wgmma 9b|27b [reps]            the INT8 GEMM alone and the INT8 and exact
+ *                                                  FP8 matmuls, cuBLASLt vs each wgmma kernel
  *   bench_gpu_quant forward 9b|27b [layers] [runs] the whole backbone (random BF16 weights made
  *                                                  on the device, as bench_gpu_forward), then
  *                                                  its linears swapped for random quantized ones
@@ -20,6 +22,10 @@
  *
  * FP8 runs on the fp8 tensor cores (clef_backend_cuda_set_fp8_tensor_cores), not the backend's
  * default exact path; with CLEF_BENCH_FP8_EXACT=1 in the environment the default path is timed.
+ *
+ * INT8 and exact FP8 run the backend's default GEMMs; CLEF_BENCH_INT8_WGMMA=v and
+ * CLEF_BENCH_FP8_EXACT_WGMMA=v (v: a CLEF_CUDA_WGMMA_* variant, 0 = cuBLASLt) pick others for
+ * the gemm and forward benches.
  *
  * Which linears each precision quantizes (the releases, docs/quant.md): FP8 the attention and
  * MLP linears (Gated DeltaNet projections stay BF16); INT8 ConvRot every linear except GDN
@@ -262,6 +268,140 @@ static int run_gemm(clef_backend *be, int is27, int reps) {
     return 0;
 }
 
+/* ---- the wgmma kernels vs cuBLASLt --------------------------------------------------------------- */
+
+#define N_WG (1 + CLEF_CUDA_WGMMA_LAST) /* cuBLASLt, then each wgmma variant */
+
+/* GEMM-only time of one int8 kernel: CLEF_CUDA_WGMMA_OFF = cuBLASLt (int32 out), else that
+ * wgmma variant (int32 out) */
+static double time_i8_gemm(clef_backend *be, int reps, int kernel, int64_t T, int64_t N, int64_t K, const int8_t *qx,
+                           const int8_t *qw, int32_t *acc, int64_t ldacc, double *times) {
+    for (int r = -3; r < reps; r++) {
+        clef_cuda_timer_start(be);
+        if (kernel)
+            clef_cuda_int8_gemm_i32_wgmma(be, kernel, T, N, K, qx, qw, acc, ldacc);
+        else
+            clef_cuda_int8_gemm_i32(be, T, N, K, qx, qw, acc, ldacc);
+        double ms = clef_cuda_timer_stop(be);
+        if (r >= 0)
+            times[r] = ms;
+    }
+    return clef_backend_synchronize(be) == CLEF_OK ? bench_median(times, reps) : -1.0;
+}
+
+/* Every linear shape, every T, two tables:
+ *  INT8: the int8 GEMM alone on cuBLASLt and on each wgmma variant (int32 out; TOPS =
+ *  2 N K T / time), whether the variants' sums equal cuBLASLt's (compared on the host for
+ *  T <= 2,270), and the whole INT8 matmul (quantizer + GEMM + scaling) on each;
+ *  FP8 exact: the whole matmul (quantizer + widening + GEMM + scaling) on cuBLASLt's BF16 GEMM
+ *  and on each bf16 wgmma variant. The BF16 matmul beside them: the rate to beat. */
+static int run_wgmma(clef_backend *be, int is27, int reps) {
+    const lin_shape *sh = is27 ? shapes_27b : shapes_9b;
+    const int n_sh = is27 ? (int)(sizeof shapes_27b / sizeof *sh) : (int)(sizeof shapes_9b / sizeof *sh);
+    int64_t maxK = 0, maxN = 0, maxT = bench_T[N_T - 1];
+    for (int i = 0; i < n_sh; i++) {
+        maxK = sh[i].K > maxK ? sh[i].K : maxK;
+        maxN = sh[i].N > maxN ? sh[i].N : maxN;
+    }
+    float *xh = malloc(sizeof(float) * (size_t)(maxT * maxK));
+    fill_x(xh, (size_t)(maxT * maxK));
+    float *x = clef_backend_alloc(be, sizeof(float) * (size_t)(maxT * maxK));
+    float *y = clef_backend_alloc(be, sizeof(float) * (size_t)(maxT * maxN));
+    int8_t *qx = clef_backend_alloc(be, (size_t)(maxT * maxK));
+    int32_t *acc = clef_backend_alloc(be, sizeof(int32_t) * (size_t)(maxT * maxN));
+    const size_t cmp_n = (size_t)2270 * (size_t)maxN;
+    int32_t *h0 = malloc(sizeof(int32_t) * cmp_n), *h1 = malloc(sizeof(int32_t) * cmp_n);
+    double *times = malloc(sizeof(double) * (size_t)reps);
+    if (!xh || !x || !y || !qx || !acc || !h0 || !h1 || !times ||
+        clef_backend_write(be, x, xh, sizeof(float) * (size_t)(maxT * maxK)) != CLEF_OK ||
+        clef_cuda_fill_random_codes(be, CLEF_WTYPE_INT8_CONVROT, qx, (size_t)(maxT * maxK), 77) != CLEF_OK) {
+        fprintf(stderr, "wgmma bench: out of memory\n");
+        return 1;
+    }
+    free(xh);
+    int bad = 0;
+    for (int fp8 = 0; fp8 < 2; fp8++) {
+        if (!fp8)
+            printf("\nINT8: the GEMM alone (int32 out) on cuBLASLt and on wgmma variants 1 (128 x 128 tiles), 2 (128 x 256, "
+                   "two m64n128 per slice), 3 (128 x 256, one m64n256), 4 (3 in clusters of two, the weight multicast); "
+                   "then the whole INT8 matmul on each and on the default (auto: w1 for small products)\n\n"
+                   "| model | linear | N x K | T | bf16 matmul ms | TFLOP/s | cuBLASLt ms | TOPS | w1 ms | TOPS | w2 ms | "
+                   "TOPS | w3 ms | TOPS | w4 ms | TOPS | sums = cuBLASLt's | matmul cuBLASLt ms | w1 ms | w2 ms | w3 ms | "
+                   "w4 ms | auto ms | best TFLOP/s |\n"
+                   "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        else
+            printf("\nFP8 exact path (bf16 code values, fp32 sums): the whole matmul on cuBLASLt's BF16 GEMM and on bf16 "
+                   "wgmma variants 1-4 (scaling fused)\n\n"
+                   "| model | linear | N x K | T | bf16 matmul ms | TFLOP/s | exact cuBLASLt ms | TFLOP/s | w1 ms | w2 ms | "
+                   "w3 ms | w4 ms | auto ms | best TFLOP/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for (int i = 0; i < n_sh; i++) {
+            qmat wb, wq;
+            const int64_t N = sh[i].N, K = sh[i].K, ld = (N + 3) / 4 * 4;
+            if (qm_make(be, P_BF16, N, K, 300 + (uint64_t)i, &wb) != CLEF_OK ||
+                qm_make(be, fp8 ? P_FP8 : P_INT8, N, K, 400 + (uint64_t)i, &wq) != CLEF_OK ||
+                clef_backend_synchronize(be) != CLEF_OK) {
+                fprintf(stderr, "wgmma bench: weights: %s\n", clef_last_error());
+                return 1;
+            }
+            for (int ti = 0; ti < N_T; ti++) {
+                const int64_t T = bench_T[ti];
+                const double fl = 2.0 * (double)N * (double)K * (double)T / 1e9;
+                double bf = time_matmul(be, reps, T, x, K, &wb.m, y, times), g[N_WG] = {0}, m[N_WG + 1], best = 1e30;
+                const char *same = "-";
+                for (int k = 0; k < N_WG && !fp8; k++) {
+                    g[k] = time_i8_gemm(be, reps, k, T, N, K, qx, wq.m.data, acc, ld, times);
+                    if (T <= 2270 && g[k] >= 0) { /* this kernel's sums vs cuBLASLt's */
+                        int32_t *h = k ? h1 : h0;
+                        if (clef_backend_read(be, h, acc, sizeof(int32_t) * (size_t)(T * ld)) != CLEF_OK)
+                            g[k] = -1;
+                        if (k && memcmp(h0, h1, sizeof(int32_t) * (size_t)(T * ld)) != 0)
+                            same = "NO", bad = 1;
+                        else if (k && strcmp(same, "NO"))
+                            same = "yes";
+                    }
+                }
+                for (int k = 0; k <= N_WG; k++) { /* k = N_WG: the default, CLEF_CUDA_WGMMA_AUTO */
+                    const int v = k < N_WG ? k : CLEF_CUDA_WGMMA_AUTO;
+                    if (fp8)
+                        clef_backend_cuda_set_fp8_exact_wgmma(be, v);
+                    else
+                        clef_backend_cuda_set_int8_wgmma(be, v);
+                    m[k] = time_matmul(be, reps, T, x, K, &wq.m, y, times);
+                    best = m[k] >= 0 && m[k] < best ? m[k] : best;
+                }
+                clef_backend_cuda_set_fp8_exact_wgmma(be, CLEF_CUDA_WGMMA_OFF);
+                clef_backend_cuda_set_int8_wgmma(be, CLEF_CUDA_WGMMA_OFF);
+                int failed = bf < 0;
+                for (int k = 0; k < N_WG; k++)
+                    failed |= g[k] < 0 || m[k] < 0;
+                failed |= m[N_WG] < 0;
+                if (failed) {
+                    fprintf(stderr, "wgmma bench: %s T=%lld: %s\n", sh[i].name, (long long)T, clef_last_error());
+                    return 1;
+                }
+                if (!fp8)
+                    printf("| %s | %s | %lld x %lld | %lld | %.3f | %.0f | %.3f | %.0f | %.3f | %.0f | %.3f | %.0f | %.3f | "
+                           "%.0f | %.3f | %.0f | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.0f |\n",
+                           is27 ? "27B" : "9B", sh[i].name, (long long)N, (long long)K, (long long)T, bf, fl / bf, g[0],
+                           fl / g[0], g[1], fl / g[1], g[2], fl / g[2], g[3], fl / g[3], g[4], fl / g[4], same, m[0],
+                           m[1], m[2], m[3], m[4], m[5], fl / best);
+                else
+                    printf("| %s | %s | %lld x %lld | %lld | %.3f | %.0f | %.3f | %.0f | %.3f | %.3f | %.3f | %.3f | %.3f | "
+                           "%.0f |\n",
+                           is27 ? "27B" : "9B", sh[i].name, (long long)N, (long long)K, (long long)T, bf, fl / bf, m[0],
+                           fl / m[0], m[1], m[2], m[3], m[4], m[5], fl / best);
+            }
+            qm_free(be, &wb), qm_free(be, &wq);
+        }
+    }
+    clef_backend_release(be, x), clef_backend_release(be, y), clef_backend_release(be, qx);
+    clef_backend_release(be, acc);
+    free(h0), free(h1), free(times);
+    if (bad)
+        fprintf(stderr, "wgmma bench: a wgmma kernel's int32 sums differ from cuBLASLt's\n");
+    return bad;
+}
+
 /* ---- forward ---------------------------------------------------------------------------------- */
 
 static int zero_matrix_read(void *ctx, const clef_tensor_info *t, void *dst) {
@@ -498,9 +638,12 @@ static int run_nf4_memory(clef_backend *be, int64_t T, int runs) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3 || (strcmp(argv[1], "gemm") && strcmp(argv[1], "forward") && strcmp(argv[1], "nf4mem")) ||
+    if (argc < 3 ||
+        (strcmp(argv[1], "gemm") && strcmp(argv[1], "wgmma") && strcmp(argv[1], "forward") &&
+         strcmp(argv[1], "nf4mem")) ||
         (strcmp(argv[2], "9b") && strcmp(argv[2], "27b")) || (!strcmp(argv[1], "nf4mem") && strcmp(argv[2], "27b"))) {
         fprintf(stderr, "usage: bench_gpu_quant gemm 9b|27b [reps]\n"
+                        "       bench_gpu_quant wgmma 9b|27b [reps]\n"
                         "       bench_gpu_quant forward 9b|27b [layers] [runs]\n"
                         "       bench_gpu_quant nf4mem 27b [tokens] [runs]\n");
         return 2;
@@ -523,12 +666,24 @@ int main(int argc, char **argv) {
     clef_backend_cuda_set_fp8_tensor_cores(be, tensor_cores);
     printf("FP8 matmuls: %s\n", tensor_cores ? "fp8 tensor cores (clef_backend_cuda_set_fp8_tensor_cores)"
                                               : "the exact path (bf16 tensor cores on the widened codes)");
+    /* CLEF_BENCH_INT8_WGMMA / CLEF_BENCH_FP8_EXACT_WGMMA = a CLEF_CUDA_WGMMA_* variant (0: cuBLASLt) */
+    const char *i8 = getenv("CLEF_BENCH_INT8_WGMMA"), *f8 = getenv("CLEF_BENCH_FP8_EXACT_WGMMA");
+    if (i8) {
+        clef_backend_cuda_set_int8_wgmma(be, atoi(i8));
+        printf("INT8 matmuls' GEMM: %s %d\n", atoi(i8) ? "wgmma variant" : "cuBLASLt", atoi(i8));
+    }
+    if (f8) {
+        clef_backend_cuda_set_fp8_exact_wgmma(be, atoi(f8));
+        printf("exact FP8 matmuls' GEMM: %s %d\n", atoi(f8) ? "wgmma variant" : "cuBLASLt", atoi(f8));
+    }
     double ceiling = 0;
     if (clef_backend_cuda_gemm_ceiling(be, 8192, 8192, 8192, 20, &ceiling) == CLEF_OK)
         printf("cuBLASLt bf16 GEMM ceiling (8192^3, median of 20): %.0f TFLOP/s\n", ceiling);
     int rc;
     if (!strcmp(argv[1], "gemm"))
         rc = run_gemm(be, is27, argc > 3 ? atoi(argv[3]) : 10);
+    else if (!strcmp(argv[1], "wgmma"))
+        rc = run_wgmma(be, is27, argc > 3 ? atoi(argv[3]) : 10);
     else if (!strcmp(argv[1], "nf4mem"))
         rc = run_nf4_memory(be, argc > 3 ? atoll(argv[3]) : 2270, argc > 4 ? atoi(argv[4]) : 3);
     else

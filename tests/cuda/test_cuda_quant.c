@@ -6,10 +6,12 @@
  * poisoned (NaN) first, so an unwritten element fails. What each check holds:
  *
  *  FP8   the activation quantizer (codes and scales) bit-identical to clef_fp8_quantize_tokens
+ *        (also its bf16-valued output, and on rows that are not 16-byte aligned)
  *        (fp32). The GEMM vs float64 of its own arithmetic, y = (sum_k qx qw) s_t s_w
  *        (+ y0 + bias), on its three paths:
  *        exact (the default: codes widened to bf16, bf16 tensor cores, fp32 accumulation;
- *        every product exact): relative L2 <= 1e-5 (the BF16 path's bound) and per element
+ *        every product exact; with cuBLASLt's GEMM and with each wgmma kernel, scaling fused):
+ *        relative L2 <= 1e-5 (the BF16 path's bound) and per element
  *        |err| <= K 2^-23 sum_k |qx qw| s_t s_w + 2^-21 (|y| + |y0| + |bias|) (fp32
  *        summation of K exact products, then the scaling's roundings);
  *        fp8 tensor cores (cuBLASLt outer-vector scaling, and the epilogue path):
@@ -31,6 +33,9 @@
  *        bit-identical to clef_int8_matmul_rows on the same codes (butterfly) and to the CPU
  *        backend's matmul (exact mode); vs float64 of its arithmetic: relative L2 <= 1e-6
  *        (two fp32 roundings in the epilogue). A static input_scale: codes as computed here.
+ *        The wgmma GEMMs (each variant): their int32 sums equal the CPU's, and their matmul
+ *        (scaling fused) the CPU's bits; at the 9B / 27B linear shapes (odd T) its sums equal
+ *        cuBLASLt's everywhere and the CPU's on three rows, its matmul the cuBLASLt path's.
  *  NF4   the dequantized weights bit-identical to clef_nf4_dequant_bf16 (double quant and
  *        plain absmax); the matmul vs float64 of bf16(x) . W_bf16: relative L2 <= 1e-5 (fp32
  *        accumulation, the BF16 path's bound); vs the CPU backend (fp32 x, fp32(code x
@@ -135,6 +140,37 @@ static void test_fp8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bia
     printf("fp8 quantizer    %-40s codes differing %lld, scales differing %lld\n", shape, (long long)code_diff,
            (long long)scale_diff);
     CHECK_MSG(code_diff == 0 && scale_diff == 0, "fp8 quantizer %s: not bit-identical to the CPU", shape);
+    /* the codes as bf16 values (the exact path's input), on the rows as given (16-byte aligned:
+     * the vectorized kernel) and one float further on (unaligned: the scalar loop) */
+    uint16_t *qv_g = malloc(sizeof(uint16_t) * (size_t)(T * K));
+    uint16_t *qvd = clef_backend_alloc(gpu, sizeof(uint16_t) * (size_t)(T * K));
+    uint8_t *qx1 = malloc((size_t)(T * K));
+    float *sx1 = fmalloc((size_t)T);
+    clef_fp8_quantize_tokens(x + 1, ldx, T, K, CLEF_QUANT_ACT_F32, qx1, sx1);
+    for (int shift = 0; shift < 2; shift++) {
+        const uint8_t *qref = shift ? qx1 : qx;
+        const float *sref = shift ? sx1 : sx;
+        clef_cuda_fp8_quantize_tokens_bf16(gpu, T, K, xd + shift, ldx, qvd, sxd);
+        memset(qv_g, 0xAA, sizeof(uint16_t) * (size_t)(T * K));
+        POISON(sx_g, T);
+        sync_read(qv_g, qvd, sizeof(uint16_t) * (size_t)(T * K));
+        sync_read(sx_g, sxd, sizeof(float) * (size_t)T);
+        int64_t vd = 0, sd = 0, cd = 0;
+        for (int64_t i = 0; i < T * K; i++) /* e4m3 values are bf16 values: the bf16 bits of fp8 -> f32 */
+            vd += qv_g[i] != clef_f32_to_bf16(clef_fp8e4m3_to_f32(qref[i]));
+        for (int64_t t = 0; t < T; t++)
+            sd += memcmp(&sx_g[t], &sref[t], sizeof(float)) != 0;
+        clef_cuda_fp8_quantize_tokens(gpu, T, K, xd + shift, ldx, qxd, sxd);
+        memset(qx_g, 0xAA, (size_t)(T * K));
+        sync_read(qx_g, qxd, (size_t)(T * K));
+        for (int64_t i = 0; i < T * K; i++)
+            cd += qx_g[i] != qref[i];
+        printf("fp8 quantizer    %-40s rows at +%d floats: codes differing %lld, bf16 values differing %lld, "
+               "scales differing %lld\n", shape, shift, (long long)cd, (long long)vd, (long long)sd);
+        CHECK_MSG(cd == 0 && vd == 0 && sd == 0, "fp8 quantizer %s (+%d): not bit-identical to the CPU", shape, shift);
+    }
+    clef_backend_release(gpu, qvd);
+    free(qv_g), free(qx1), free(sx1);
 
     /* the matmul */
     float *swd = to_gpu(gpu, sw, sizeof(float) * (size_t)Ns);
@@ -164,11 +200,15 @@ static void test_fp8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bia
         }
     memcpy(yc, y0, sizeof(float) * (size_t)(T * ldy));
     clef_matmul(cpu, T, x, ldx, &wc, with_bias ? bias : NULL, yc, ldy, accumulate); /* QDQ */
-    static const char *const mode_names[3] = {"exact", "outer", "epilogue"};
-    for (int mode = 0; mode < 3; mode++) {
-        const int exact = mode == 0;
+    /* the exact path with cuBLASLt's GEMM, the fp8 tensor cores (outer-vector, epilogue), then
+     * the exact path on each wgmma kernel (scaling fused) */
+    static const char *const mode_names[3 + CLEF_CUDA_WGMMA_LAST] = {"exact", "outer", "epilogue", "exact-w1",
+                                                                      "exact-w2", "exact-w3", "exact-w4"};
+    for (int mode = 0; mode < 3 + CLEF_CUDA_WGMMA_LAST; mode++) {
+        const int exact = mode == 0 || mode >= 3;
         clef_backend_cuda_set_fp8_tensor_cores(gpu, !exact);
         clef_backend_cuda_set_fp8_epilogue(gpu, mode == 2);
+        clef_backend_cuda_set_fp8_exact_wgmma(gpu, mode >= 3 ? mode - 2 : CLEF_CUDA_WGMMA_OFF);
         clef_backend_write(gpu, yd, y0, sizeof(float) * (size_t)(T * ldy));
         clef_matmul(gpu, T, xd, ldx, &wg, with_bias ? bd : NULL, yd, ldy, accumulate);
         POISON(yg, T * ldy);
@@ -215,6 +255,7 @@ static void test_fp8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bia
     }
     clef_backend_cuda_set_fp8_epilogue(gpu, 0);
     clef_backend_cuda_set_fp8_tensor_cores(gpu, 0);
+    clef_backend_cuda_set_fp8_exact_wgmma(gpu, CLEF_CUDA_WGMMA_OFF);
     clef_backend_release(gpu, xd), clef_backend_release(gpu, qxd), clef_backend_release(gpu, sxd);
     clef_backend_release(gpu, swd), clef_backend_release(gpu, qwd), clef_backend_release(gpu, bd);
     clef_backend_release(gpu, yd);
@@ -272,6 +313,26 @@ static void test_int8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bi
         CHECK_MSG(dc == 0 && ds == 0, "int8 quantizer (%s) %s: not bit-identical to the CPU",
                   exact ? "exact" : "butterfly", shape);
     }
+    { /* the same rows packed (ldx = K, 16-byte aligned): the kernel's vectorized loads and stores */
+        float *xp = fmalloc((size_t)(T * K));
+        for (int64_t t = 0; t < T; t++)
+            memcpy(xp + t * K, x + t * ldx, sizeof(float) * (size_t)K);
+        float *xpd = to_gpu(gpu, xp, sizeof(float) * (size_t)(T * K));
+        for (int exact = 0; exact < 2; exact++) {
+            clef_cuda_convrot_quantize_tokens(gpu, T, K, xpd, K, 256, NULL, exact, qxd, sxd);
+            memset(qg, 0x55, (size_t)(T * K));
+            POISON(sg, T);
+            sync_read(qg, qxd, (size_t)(T * K));
+            sync_read(sg, sxd, sizeof(float) * (size_t)T);
+            int64_t dc = count_diff_i8(qg, exact ? qe : qf, T * K), ds = count_diff_f32(sg, exact ? se : sf, T);
+            printf("int8 quantizer   %-40s %-9s packed rows: codes differing %lld, scales differing %lld\n", shape,
+                   exact ? "exact" : "butterfly", (long long)dc, (long long)ds);
+            CHECK_MSG(dc == 0 && ds == 0, "int8 quantizer (%s, packed rows) %s: not bit-identical to the CPU",
+                      exact ? "exact" : "butterfly", shape);
+        }
+        clef_backend_release(gpu, xpd);
+        free(xp);
+    }
     printf("int8 quantizer   %-40s butterfly vs torch order on the CPU: %lld of %lld codes differ (by one step)\n",
            shape, (long long)count_diff_i8(qf, qe, T * K), (long long)(T * K));
 
@@ -285,15 +346,30 @@ static void test_int8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bi
     memset(acc, 0x7f, sizeof(int32_t) * (size_t)(T * ldacc));
     sync_read(acc, accd, sizeof(int32_t) * (size_t)(T * ldacc));
     int64_t acc_diff = 0;
+    int32_t *cpu_acc = malloc(sizeof(int32_t) * (size_t)(T * N)); /* the CPU's sums of the butterfly codes */
     for (int64_t t = 0; t < T; t++)
         for (int64_t n = 0; n < N; n++) {
             int32_t s = 0;
             for (int64_t k = 0; k < K; k++)
                 s += (int32_t)qf[t * K + k] * (int32_t)qw[(row0 + n) * K + k];
+            cpu_acc[t * N + n] = s;
             acc_diff += acc[t * ldacc + n] != s;
         }
     printf("int8 gemm int32  %-40s accumulations differing from the CPU's: %lld\n", shape, (long long)acc_diff);
     CHECK_MSG(acc_diff == 0, "int8 gemm %s: int32 accumulations differ from the CPU's", shape);
+    for (int v = CLEF_CUDA_WGMMA_128; v <= CLEF_CUDA_WGMMA_LAST; v++) { /* each wgmma kernel's sums (16 | K here) */
+        CHECK_EQ_INT(clef_cuda_int8_gemm_i32_wgmma(gpu, v, T, N, K, qfd, (const int8_t *)qwd + row0 * K, accd,
+                                                   ldacc), CLEF_OK);
+        memset(acc, 0x7f, sizeof(int32_t) * (size_t)(T * ldacc));
+        sync_read(acc, accd, sizeof(int32_t) * (size_t)(T * ldacc));
+        int64_t wg_diff = 0;
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t n = 0; n < N; n++)
+                wg_diff += acc[t * ldacc + n] != cpu_acc[t * N + n];
+        printf("int8 gemm int32  %-40s wgmma variant %d: accumulations differing from the CPU's: %lld\n", shape, v,
+               (long long)wg_diff);
+        CHECK_MSG(wg_diff == 0, "int8 wgmma gemm (variant %d) %s: int32 accumulations differ from the CPU's", v, shape);
+    }
 
     /* the whole matmul, both rotations */
     float *swd = to_gpu(gpu, sw, sizeof(float) * (size_t)Ns), *bd = to_gpu(gpu, bias, sizeof(float) * (size_t)N);
@@ -305,8 +381,16 @@ static void test_int8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bi
     clef_matrix wg = clef_matrix_slice_rows(&stored_g, row0, N), wc = clef_matrix_slice_rows(&stored_c, row0, N);
     float *yg = fmalloc((size_t)(T * ldy)), *yc = fmalloc((size_t)(T * ldy));
     double *ref = malloc(sizeof(double) * (size_t)(T * N));
-    for (int exact = 0; exact < 2; exact++) {
+    /* exact and butterfly rotations with cuBLASLt's GEMM, then the butterfly on each wgmma
+     * kernel (fused scaling): the same bits as the CPU each time */
+    for (int r = 0; r < 2 + CLEF_CUDA_WGMMA_LAST; r++) { /* r >= 1 reuse the butterfly's ref */
+        const int exact = r == 0, wgmma = r >= 2 ? r - 1 : CLEF_CUDA_WGMMA_OFF;
+        char mode[32];
+        snprintf(mode, sizeof mode, "%s%s", exact ? "exact" : "butterfly", wgmma ? " wgmma" : "");
+        if (wgmma)
+            snprintf(mode + strlen(mode), sizeof mode - strlen(mode), "%d", wgmma);
         clef_backend_cuda_set_convrot_exact(gpu, exact);
+        clef_backend_cuda_set_int8_wgmma(gpu, wgmma);
         clef_backend_write(gpu, yd, y0, sizeof(float) * (size_t)(T * ldy));
         clef_matmul(gpu, T, xd, ldx, &wg, with_bias ? bd : NULL, yd, ldy, accumulate);
         POISON(yg, T * ldy);
@@ -317,27 +401,30 @@ static void test_int8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bi
         else
             clef_int8_matmul_rows(qw + row0 * K, sw + row0, K, 0, N, T, qf, sf, with_bias ? bias : NULL, yc, ldy,
                                   accumulate);
-        const int8_t *q = exact ? qe : qf;
         const float *s = exact ? se : sf;
-        for (int64_t t = 0; t < T; t++)
-            for (int64_t n = 0; n < N; n++) {
-                int64_t a = 0;
-                for (int64_t k = 0; k < K; k++)
-                    a += (int64_t)q[t * K + k] * qw[(row0 + n) * K + k];
-                ref[t * N + n] = (double)a * (double)s[t] * (double)sw[row0 + n] +
-                                 (accumulate ? y0[t * ldy + n] : 0.0) + (with_bias ? bias[n] : 0.0);
-            }
+        if (r < 2) /* the float64 reference of this rotation's codes (the butterfly's sums are cpu_acc) */
+            for (int64_t t = 0; t < T; t++)
+                for (int64_t n = 0; n < N; n++) {
+                    int64_t a = 0;
+                    if (exact)
+                        for (int64_t k = 0; k < K; k++)
+                            a += (int64_t)qe[t * K + k] * qw[(row0 + n) * K + k];
+                    else
+                        a = cpu_acc[t * N + n];
+                    ref[t * N + n] = (double)a * (double)s[t] * (double)sw[row0 + n] +
+                                     (accumulate ? y0[t * ldy + n] : 0.0) + (with_bias ? bias[n] : 0.0);
+                }
         int64_t differ = 0;
         for (int64_t t = 0; t < T; t++)
             differ += count_diff_f32(yg + t * ldy, yc + t * ldy, N);
         double e64 = rel_l2_vs64(yg, ldy, ref, T, N);
-        printf("int8 matmul      %-40s %-9s elements differing from the CPU %lld, vs f64 rel L2 %.3g (<= 1e-6)\n",
-               shape, exact ? "exact" : "butterfly", (long long)differ, e64);
-        CHECK_MSG(differ == 0, "int8 matmul (%s) %s: not bit-identical to the CPU", exact ? "exact" : "butterfly",
-                  shape);
-        CHECK_MSG(e64 <= 1e-6, "int8 matmul %s: relative L2 %.3g vs float64", shape, e64);
+        printf("int8 matmul      %-40s %-18s elements differing from the CPU %lld, vs f64 rel L2 %.3g (<= 1e-6)\n",
+               shape, mode, (long long)differ, e64);
+        CHECK_MSG(differ == 0, "int8 matmul (%s) %s: not bit-identical to the CPU", mode, shape);
+        CHECK_MSG(e64 <= 1e-6, "int8 matmul (%s) %s: relative L2 %.3g vs float64", mode, shape, e64);
     }
     clef_backend_cuda_set_convrot_exact(gpu, 0);
+    clef_backend_cuda_set_int8_wgmma(gpu, 0);
 
     /* a static input scale: rotate (butterfly), divide by it, round, clamp */
     const float static_scale = 0.02f;
@@ -359,7 +446,98 @@ static void test_int8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bi
     clef_backend_release(gpu, swd), clef_backend_release(gpu, bd), clef_backend_release(gpu, yd);
     clef_backend_release(gpu, ssd);
     free(x), free(y0), free(bias), free(wb), free(qw), free(qf), free(qe), free(qg), free(sw), free(sf), free(se);
-    free(sg), free(rot), free(acc), free(yg), free(yc), free(ref);
+    free(sg), free(rot), free(acc), free(cpu_acc), free(yg), free(yc), free(ref);
+}
+
+/* The wgmma INT8 GEMM at the models' shapes (too large for a CPU reference of every element):
+ * its int32 sums, both tile widths, equal cuBLASLt's element for element, and rows 0, T / 2
+ * and T - 1 equal the CPU's integer dot products; the whole matmul (fused scaling, bias,
+ * accumulate, a padded ldy) equals the cuBLASLt path's bits (that path equals the CPU's in
+ * test_int8). Codes: random int8 in [-127, 127] with the extremes -128 / 127 sprinkled in. */
+static void test_int8_wgmma_large(int64_t T, int64_t N, int64_t K) {
+    const int64_t ldacc = (N + 3) / 4 * 4, ldy = N + 2;
+    char shape[96];
+    snprintf(shape, sizeof shape, "T=%lld N=%lld K=%lld", (long long)T, (long long)N, (long long)K);
+    int8_t *qx = malloc((size_t)(T * K)), *qw = malloc((size_t)(N * K));
+    for (int64_t i = 0; i < T * K; i++)
+        qx[i] = (int8_t)((int)(rnd_uniform() * 255) - 127);
+    for (int64_t i = 0; i < N * K; i++)
+        qw[i] = (int8_t)((int)(rnd_uniform() * 255) - 127);
+    for (int64_t i = 0; i < 64; i++) { /* the extreme codes, where an int32 sum can grow largest */
+        qx[(int64_t)(rnd_uniform() * (double)(T * K))] = -128;
+        qw[(int64_t)(rnd_uniform() * (double)(N * K))] = 127;
+    }
+    int8_t *qxd = to_gpu(gpu, qx, (size_t)(T * K)), *qwd = to_gpu(gpu, qw, (size_t)(N * K));
+    int32_t *accd = clef_backend_alloc(gpu, sizeof(int32_t) * (size_t)(T * ldacc));
+    int32_t *ref = malloc(sizeof(int32_t) * (size_t)(T * ldacc)), *acc = malloc(sizeof(int32_t) * (size_t)(T * ldacc));
+    clef_cuda_int8_gemm_i32(gpu, T, N, K, qxd, qwd, accd, ldacc);
+    sync_read(ref, accd, sizeof(int32_t) * (size_t)(T * ldacc));
+    const int64_t rows[3] = {0, T / 2, T - 1};
+    int32_t *cpu_rows = malloc(sizeof(int32_t) * (size_t)(3 * N));
+    int64_t cpu_diff = 0;
+    for (int r = 0; r < 3; r++)
+        for (int64_t n = 0; n < N; n++) {
+            int32_t s = 0;
+            for (int64_t k = 0; k < K; k++)
+                s += (int32_t)qx[rows[r] * K + k] * (int32_t)qw[n * K + k];
+            cpu_rows[r * N + n] = s;
+            cpu_diff += ref[rows[r] * ldacc + n] != s;
+        }
+    printf("int8 wgmma       %-40s cuBLASLt's sums vs the CPU's (3 rows): %lld differing\n", shape, (long long)cpu_diff);
+    CHECK_MSG(cpu_diff == 0, "int8 gemm %s: cuBLASLt's sums differ from the CPU's", shape);
+    for (int tile = CLEF_CUDA_WGMMA_128; tile <= CLEF_CUDA_WGMMA_LAST; tile++) { /* variants */
+        memset(acc, 0x7f, sizeof(int32_t) * (size_t)(T * ldacc));
+        clef_backend_write(gpu, accd, acc, sizeof(int32_t) * (size_t)(T * ldacc));
+        CHECK_EQ_INT(clef_cuda_int8_gemm_i32_wgmma(gpu, tile, T, N, K, qxd, qwd, accd, ldacc), CLEF_OK);
+        sync_read(acc, accd, sizeof(int32_t) * (size_t)(T * ldacc));
+        int64_t d = 0, d_cpu = 0;
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t n = 0; n < N; n++)
+                d += acc[t * ldacc + n] != ref[t * ldacc + n];
+        for (int r = 0; r < 3; r++)
+            for (int64_t n = 0; n < N; n++)
+                d_cpu += acc[rows[r] * ldacc + n] != cpu_rows[r * N + n];
+        printf("int8 wgmma       %-40s variant %d: sums differing from cuBLASLt's %lld of %lld, from the CPU's (3 rows) %lld\n",
+               shape, tile, (long long)d, (long long)(T * N), (long long)d_cpu);
+        CHECK_MSG(d == 0 && d_cpu == 0, "int8 wgmma gemm (variant %d) %s: sums differ", tile, shape);
+    }
+    /* the whole matmul on device-quantized activations: cuBLASLt path vs wgmma, same bits */
+    float *x = fmalloc((size_t)(T * K)), *y0 = fmalloc((size_t)(T * ldy)), *sw = fmalloc((size_t)N);
+    float *bias = fmalloc((size_t)N);
+    fill_normal(x, (size_t)(T * K), 1.0f);
+    fill_normal(y0, (size_t)(T * ldy), 1.0f);
+    fill_normal(bias, (size_t)N, 1.0f);
+    for (int64_t n = 0; n < N; n++)
+        sw[n] = 1e-4f * (1.0f + (float)rnd_uniform());
+    float *xd = to_gpu(gpu, x, sizeof(float) * (size_t)(T * K)), *swd = to_gpu(gpu, sw, sizeof(float) * (size_t)N);
+    float *bd = to_gpu(gpu, bias, sizeof(float) * (size_t)N);
+    float *yd = clef_backend_alloc(gpu, sizeof(float) * (size_t)(T * ldy));
+    float *yl = fmalloc((size_t)(T * ldy)), *yw = fmalloc((size_t)(T * ldy));
+    clef_quant qdev = {.u.int8_convrot = {.weight_scale = swd, .rotation_group = 256}};
+    clef_matrix w = {.type = CLEF_WTYPE_INT8_CONVROT, .rows = N, .cols = K, .ld = K, .data = qwd, .quant = &qdev};
+    for (int acc_mode = 0; acc_mode < 2; acc_mode++)
+        for (int v = CLEF_CUDA_WGMMA_OFF; v <= CLEF_CUDA_WGMMA_LAST + 1; v++) { /* + 1: the default, auto */
+            const int tile = v <= CLEF_CUDA_WGMMA_LAST ? v : CLEF_CUDA_WGMMA_AUTO;
+            clef_backend_cuda_set_int8_wgmma(gpu, tile);
+            clef_backend_write(gpu, yd, y0, sizeof(float) * (size_t)(T * ldy));
+            clef_matmul(gpu, T, xd, K, &w, acc_mode ? bd : NULL, yd, ldy, acc_mode);
+            float *dst = tile ? yw : yl;
+            POISON(dst, T * ldy);
+            sync_read(dst, yd, sizeof(float) * (size_t)(T * ldy));
+            if (!tile)
+                continue;
+            int64_t d = 0;
+            for (int64_t t = 0; t < T; t++)
+                d += count_diff_f32(yw + t * ldy, yl + t * ldy, N);
+            printf("int8 wgmma       %-40s matmul variant %d%s: elements differing from the cuBLASLt path %lld\n", shape,
+                   tile, acc_mode ? " bias acc" : "", (long long)d);
+            CHECK_MSG(d == 0, "int8 wgmma matmul (variant %d) %s: differs from the cuBLASLt path", tile, shape);
+        }
+    clef_backend_cuda_set_int8_wgmma(gpu, 0);
+    clef_backend_release(gpu, qxd), clef_backend_release(gpu, qwd), clef_backend_release(gpu, accd);
+    clef_backend_release(gpu, xd), clef_backend_release(gpu, swd), clef_backend_release(gpu, bd);
+    clef_backend_release(gpu, yd);
+    free(qx), free(qw), free(ref), free(cpu_rows), free(acc), free(x), free(y0), free(sw), free(bias), free(yl), free(yw);
 }
 
 /* ---- NF4 ------------------------------------------------------------------------------------ */
@@ -487,6 +665,11 @@ int main(void) {
     test_int8(37, 203, 512, 5, 1, 1);
     test_int8(300, 1024, 4096, 0, 0, 1);
     test_int8(9, 40, 17408, 3, 1, 0); /* a row over 48 KB of shared memory (27B down_proj width) */
+    test_int8_wgmma_large(131, 17408, 5120);  /* 27B gate / up */
+    test_int8_wgmma_large(257, 5120, 17408);  /* 27B down */
+    test_int8_wgmma_large(77, 12288, 4096);   /* 9B gate / up */
+    test_int8_wgmma_large(301, 4096, 12288);  /* 9B down */
+    test_int8_wgmma_large(1, 1024, 5120);     /* 27B k / v, one token */
     test_nf4(1, 64, 256, 0, 1, 0, 0);
     test_nf4(37, 200, 512, 3, 1, 1, 1);
     test_nf4(300, 1024, 4096, 0, 1, 0, 1);

@@ -1,8 +1,10 @@
 /*
  * cuda_quant.cu — the CUDA backend's quantized formats, common parts: which formats the
  * backend runs, the matmul dispatch to each format's file (cuda_quant_fp8.cu,
- * cuda_quant_int8.cu, cuda_quant_nf4.cu), the per-backend state (scratch, cuBLASLt plans of
- * the FP8 and INT8 GEMMs) and the scaling epilogues those GEMMs share.
+ * cuda_quant_int8.cu, cuda_quant_nf4.cu; their wgmma GEMMs in cuda_quant_wgmma.cu, the
+ * activation quantizers in cuda_quant_act.cu), the per-backend state (scratch, cuBLASLt plans
+ * of the FP8, INT8 and exact-FP8 BF16 GEMMs, the wgmma choices) and the scaling epilogues those
+ * GEMMs share.
  */
 #include "backend/cuda/cuda_quant_internal.cuh"
 
@@ -25,6 +27,10 @@ cuda_quant_state *cuda_quant_state_of(clef_backend *be) {
         ctx->quant = (cuda_quant_state *)calloc(1, sizeof(cuda_quant_state));
         if (!ctx->quant)
             CUDA_QUANT_FAIL(be, CLEF_ERR_OUT_OF_MEMORY, "CUDA quantized matmul: out of host memory");
+        else { /* the GEMMs by default (cuda_quant_internal.cuh says why) */
+            ctx->quant->int8_wgmma = CUDA_QUANT_INT8_WGMMA_DEFAULT;
+            ctx->quant->fp8_exact_wgmma = CUDA_QUANT_FP8_EXACT_WGMMA_DEFAULT;
+        }
     }
     return ctx->quant;
 }
@@ -90,8 +96,9 @@ static int ptr_align(const void *p) {
 
 static int qplan_build(clef_backend *be, cuda_qplan *p) {
     cuda_context *ctx = cuda_ctx(be);
-    const int is_int8 = p->kind == CUDA_QPLAN_INT8;
-    cudaDataType_t ab = is_int8 ? CUDA_R_8I : CUDA_R_8F_E4M3, cd = is_int8 ? CUDA_R_32I : CUDA_R_32F;
+    const int is_int8 = p->kind == CUDA_QPLAN_INT8, is_bf16 = p->kind == CUDA_QPLAN_BF16;
+    cudaDataType_t ab = is_int8 ? CUDA_R_8I : is_bf16 ? CUDA_R_16BF : CUDA_R_8F_E4M3;
+    cudaDataType_t cd = is_int8 ? CUDA_R_32I : CUDA_R_32F;
     cublasComputeType_t compute = is_int8 ? CUBLAS_COMPUTE_32I : CUBLAS_COMPUTE_32F;
     cublasOperation_t opT = CUBLAS_OP_T, opN = CUBLAS_OP_N;
     int ok = cublasLtMatmulDescCreate(&p->desc, compute, cd) == CUBLAS_STATUS_SUCCESS;
@@ -107,7 +114,7 @@ static int qplan_build(clef_backend *be, cuda_qplan *p) {
         ok = ok && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &stand_in, sizeof stand_in) == CUBLAS_STATUS_SUCCESS;
         ok = ok && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &stand_in, sizeof stand_in) == CUBLAS_STATUS_SUCCESS;
     }
-    if (p->kind != CUDA_QPLAN_INT8) {
+    if (p->kind == CUDA_QPLAN_FP8_OUTER || p->kind == CUDA_QPLAN_FP8_PLAIN) {
         int8_t fast = 0; /* keep cuBLASLt's periodic promotion of the fp8 partial sums to fp32 */
         ok = ok && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast) == CUBLAS_STATUS_SUCCESS;
     }
@@ -134,7 +141,8 @@ static int qplan_build(clef_backend *be, cuda_qplan *p) {
         ok = hs == CUBLAS_STATUS_SUCCESS && found > 0;
         if (!ok)
             clef_log(p->kind == CUDA_QPLAN_FP8_OUTER ? CLEF_LOG_WARN : CLEF_LOG_INFO, "CUDA: cuBLASLt has no %s algorithm for [%d x %d] x %d rows, ldc %d (status %d)",
-                     p->kind == CUDA_QPLAN_FP8_OUTER ? "FP8 outer-vector" : p->kind == CUDA_QPLAN_INT8 ? "int8" : "FP8",
+                     p->kind == CUDA_QPLAN_FP8_OUTER ? "FP8 outer-vector" : p->kind == CUDA_QPLAN_INT8 ? "int8"
+                     : is_bf16 ? "bf16 (exact FP8)" : "FP8",
                      p->m, p->k, CUDA_QUANT_CANON_ROWS, p->ldc, (int)hs);
         if (ok)
             p->algo = res.algo;
@@ -293,6 +301,22 @@ extern "C" void clef_backend_cuda_set_convrot_exact(clef_backend *be, int on) {
     cuda_quant_state *st = cuda_quant_state_of(be);
     if (st)
         st->convrot_exact = on != 0;
+}
+
+static int wgmma_variant(int v) {
+    return (v >= CLEF_CUDA_WGMMA_128 && v <= CLEF_CUDA_WGMMA_LAST) || v == CLEF_CUDA_WGMMA_AUTO ? v : CLEF_CUDA_WGMMA_OFF;
+}
+
+extern "C" void clef_backend_cuda_set_int8_wgmma(clef_backend *be, int variant) {
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    if (st)
+        st->int8_wgmma = wgmma_variant(variant);
+}
+
+extern "C" void clef_backend_cuda_set_fp8_exact_wgmma(clef_backend *be, int variant) {
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    if (st)
+        st->fp8_exact_wgmma = wgmma_variant(variant);
 }
 
 extern "C" void clef_backend_cuda_set_fp8_epilogue(clef_backend *be, int on) {

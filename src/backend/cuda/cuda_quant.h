@@ -7,9 +7,10 @@
  * clef_matmul on a quantized matrix (weights stay at their stored size in device memory):
  *  - FP8_E4M3 (W8A8): the fp32 activation rows are quantized per token to e4m3 by one kernel
  *    (compressed-tensors' dynamic quantizer in fp32, bit-identical to
- *    clef_fp8_quantize_tokens with CLEF_QUANT_ACT_F32). By default the codes of both operands
- *    are widened to bf16 (exactly) and a BF16 GEMM sums their products in fp32, then a kernel
- *    scales: the CPU's W8A8 up to summation order. With clef_backend_cuda_set_fp8_tensor_cores
+ *    clef_fp8_quantize_tokens with CLEF_QUANT_ACT_F32; each row read once). By default the
+ *    quantizer writes the codes' values in bf16 (exact), the weight's codes are widened to bf16
+ *    (exact), cuBLASLt's BF16 GEMM sums their products in fp32, then a kernel scales: the
+ *    CPU's W8A8 up to summation order. With clef_backend_cuda_set_fp8_tensor_cores
  *    (for speed; ~14-bit partial sums, cuda_quant_fp8.cu says what that does to a model),
  *    cuBLASLt multiplies e4m3 x e4m3
  *    with fp32 accumulation (no fast accumulation) and applies s_t x s_w[n] in its epilogue
@@ -25,7 +26,9 @@
  *    bit-identical to clef_convrot_quantize_tokens) and quantizes to int8; cuBLASLt's int8
  *    GEMM accumulates in int32 (exact: the same integers as the CPU; a dp4a kernel for the
  *    layouts cuBLASLt refuses, such as output counts not a multiple of 4); a kernel applies
- *    float(acc) * (s_t * s_w[n]) (+ bias) exactly as clef_int8_matmul_rows does.
+ *    float(acc) * (s_t * s_w[n]) (+ bias) exactly as clef_int8_matmul_rows does. On sm_90 by
+ *    default (clef_backend_cuda_set_int8_wgmma) our own wgmma kernels make the same int32 sums
+ *    and apply that scaling in their epilogue, from registers: the same bits.
  *  - NF4: a kernel dequantizes the weight to bf16 (bit-identical to clef_nf4_dequant_bf16:
  *    bitsandbytes' bf16 weights) into the matmul's scratch, then the BF16 path runs (the
  *    activations rounded to bf16, cuBLASLt bf16 x bf16 with fp32 accumulation). The weight
@@ -49,6 +52,10 @@ extern "C" {
 void clef_cuda_fp8_quantize_tokens(clef_backend *be, int64_t T, int64_t K, const float *x,
                                    int64_t ldx, uint8_t *q, float *scale);
 
+/* The same, the codes written as their bf16 values qv[T, K] (exact): the exact FP8 path's input. */
+void clef_cuda_fp8_quantize_tokens_bf16(clef_backend *be, int64_t T, int64_t K, const float *x, int64_t ldx,
+                                        uint16_t *qv, float *scale);
+
 /* Per-token ConvRot quantization of x[T, K]: each `group` (256, or 0 = no rotation) of a row
  * rotated by H256, then int8 codes q[T, K] (dense) and scale[T]. static_scale (device, [1])
  * or NULL: a release's static input_scale replaces the dynamic per-token one. exact: 1 = the
@@ -61,6 +68,44 @@ void clef_cuda_convrot_quantize_tokens(clef_backend *be, int64_t T, int64_t K, c
  * (a multiple of 4, >= N); K a multiple of 4. */
 void clef_cuda_int8_gemm_i32(clef_backend *be, int64_t T, int64_t N, int64_t K, const int8_t *qx,
                              const int8_t *qw, int32_t *acc, int64_t ldacc);
+
+/* The wgmma GEMM kernels (cuda_quant_wgmma.cu, sm_90a), by tile: 128 tokens x
+ *   CLEF_CUDA_WGMMA_128        128 outputs (m64n128 instructions), one block per SM
+ *   CLEF_CUDA_WGMMA_256_SPLIT  256 outputs, each slice two m64n128 instructions
+ *   CLEF_CUDA_WGMMA_256        256 outputs, one m64n256 instruction per slice
+ *   CLEF_CUDA_WGMMA_256_MC     256 outputs, m64n256, blocks in clusters of two sharing (TMA
+ *                              multicast) the weight's slab (measured slower: ~650 TOPS)
+ * CLEF_CUDA_WGMMA_OFF: cuBLASLt. All give the same sums (exact integers; for bf16, exact
+ * products summed in fp32 in the kernel's order). */
+enum {
+    CLEF_CUDA_WGMMA_OFF = 0,
+    CLEF_CUDA_WGMMA_128 = 1,
+    CLEF_CUDA_WGMMA_256_SPLIT = 2,
+    CLEF_CUDA_WGMMA_256 = 3,
+    CLEF_CUDA_WGMMA_256_MC = 4,
+    CLEF_CUDA_WGMMA_LAST = CLEF_CUDA_WGMMA_256_MC,
+    /* for INT8 (the backend's default), per call: 128 x 128 tiles where 128 x 256 ones would
+     * make fewer than 2.5 waves over the SMs (few tokens, narrow outputs), else 128 x 256
+     * (CLEF_CUDA_WGMMA_256); for the exact FP8 path always CLEF_CUDA_WGMMA_256 (fp32 sums: one
+     * kernel for every row count keeps a row's result independent of its batch) */
+    CLEF_CUDA_WGMMA_AUTO = 100,
+};
+
+/* The int32 sums of clef_cuda_int8_gemm_i32 from a wgmma kernel (variant above): for the
+ * tests and the bench. Returns CLEF_ERR_UNSUPPORTED, queuing nothing, where it cannot run (not
+ * sm_90, K not a multiple of 16, operands not 16-byte aligned, an unknown variant). */
+int clef_cuda_int8_gemm_i32_wgmma(clef_backend *be, int variant, int64_t T, int64_t N, int64_t K, const int8_t *qx,
+                                  const int8_t *qw, int32_t *acc, int64_t ldacc);
+
+/* INT8 ConvRot matmuls' GEMM: a wgmma variant (the scaling fused; where it cannot run,
+ * cuBLASLt; default CLEF_CUDA_WGMMA_AUTO), or CLEF_CUDA_WGMMA_OFF: cuBLASLt's int8 GEMM and the
+ * scaling kernel. The same bits either way. */
+void clef_backend_cuda_set_int8_wgmma(clef_backend *be, int variant);
+
+/* The exact FP8 path's GEMM (bf16 code values, fp32 sums): a wgmma variant with the scaling
+ * fused, or CLEF_CUDA_WGMMA_OFF (the default): cuBLASLt's BF16 GEMM into fp32 products and
+ * the scaling kernel. Both are the exact path's arithmetic (up to fp32 summation order). */
+void clef_backend_cuda_set_fp8_exact_wgmma(clef_backend *be, int variant);
 
 /* The NF4 matrix w (a slice keeps its quant_row0) dequantized to bf16 bits, out[rows, cols]. */
 void clef_cuda_nf4_dequant_bf16(clef_backend *be, const clef_matrix *w, uint16_t *out);

@@ -7,19 +7,24 @@
  *
  * FP8 (clef_fp8_quantize_tokens, CLEF_QUANT_ACT_F32):
  *   s = amax / 448, FLT_EPSILON if 0;  q = e4m3_rne(clamp(x / s, -448, 448))
+ *   The row is read once (into shared memory: 68 KB for 17,408 features) and coded from there;
+ *   the codes go out as bytes, or for the exact GEMM path as their bf16 values.
  * INT8 ConvRot (clef_convrot_quantize_tokens_fast, or with exact clef_convrot_quantize_tokens
  * in fp32):
  *   r = x H256 per group (butterfly: four radix-4 stages of 0.5 * H4; exact: the dense
  *   product summed as torch's CPU matmul does, two blocks of 128 in order, then added)
  *   s = max(amax_r / 127, 1e-30)   (or the static input scale)
  *   q = clamp(rint(r / s), -128, 127)
- * The ConvRot row lives in shared memory (K floats; the exact form another K for its output).
+ * The ConvRot row lives in shared memory (K floats; the exact form another K for its output),
+ * read from global memory once; the butterfly's last stage takes the row maximum as it writes.
  */
 #include "backend/cuda/cuda_quant_internal.cuh"
 
 #include <float.h>
 
-#define QACT_THREADS 256
+/* 512 threads a row: a 17,408-wide row is one block per row with 68 KB of shared memory, so at
+ * most three blocks fit an SM; enough loads must be in flight per block to keep memory busy. */
+#define QACT_THREADS 512
 
 /* The CPU's clef_f32_to_fp8e4m3 (torch's cast: round to nearest even, NaN at >= 480), in the
  * same integer steps. */
@@ -52,8 +57,87 @@ __device__ float block_max(float v, float *red) {
     return v;
 }
 
-__global__ void __launch_bounds__(QACT_THREADS) k_fp8_quantize_rows(int64_t K, const float *x, int64_t ldx,
-                                                                    uint8_t *q, float *scale) {
+/* Rows wider than this many floats (the shared memory a block can have, less the kernel's own)
+ * take the two-pass kernel: every model here is far below it (17,408 at most). */
+static int64_t fp8_row_limit(clef_backend *be) {
+    int dev_max = 0;
+    cudaDeviceGetAttribute(&dev_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, cuda_ctx(be)->device);
+    return ((int64_t)dev_max - 1024) / (int64_t)sizeof(float);
+}
+
+/* The code of x / s (the CPU's steps) */
+__device__ __forceinline__ uint8_t fp8_code(float x, float s) {
+    float v = __fdiv_rn(x, s);
+    return f32_to_e4m3(fminf(fmaxf(v, -448.0f), 448.0f));
+}
+
+/* The row's code at k goes out as the code (uint8) or as its value in bf16 (exact: every e4m3
+ * value is a bf16 value), the exact path's GEMM input. */
+template <bool BF16> __device__ __forceinline__ void fp8_put(void *q, int64_t i, uint8_t c) {
+    if (BF16)
+        ((__nv_bfloat16 *)q)[i] = __float2bfloat16_rn(cuda_e4m3_value(c));
+    else
+        ((uint8_t *)q)[i] = c;
+}
+
+/* Single pass: the row is read from global memory once, into shared memory (vectorized when
+ * its start and length allow), its maximum taken on the way; then coded from shared memory.
+ * Each thread codes the very elements it staged, so only the maximum needs the barrier. */
+template <bool BF16>
+__global__ void __launch_bounds__(QACT_THREADS) k_fp8_quantize_rows(int64_t K, const float *x, int64_t ldx, void *q,
+                                                                    float *scale, int vec4) {
+    extern __shared__ float row[]; /* K floats */
+    __shared__ float red[QACT_THREADS / 32];
+    const int64_t t = blockIdx.x;
+    const float *xr = x + t * ldx;
+    float amax = 0.0f;
+    if (vec4) {
+#pragma unroll 4
+        for (int64_t k = threadIdx.x; k < K / 4; k += blockDim.x) {
+            float4 v = ((const float4 *)xr)[k];
+            ((float4 *)row)[k] = v;
+            amax = fmaxf(fmaxf(amax, fmaxf(fabsf(v.x), fabsf(v.y))), fmaxf(fabsf(v.z), fabsf(v.w)));
+        }
+    } else {
+        for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
+            float v = xr[k];
+            row[k] = v;
+            amax = fmaxf(amax, fabsf(v));
+        }
+    }
+    amax = block_max(amax, red);
+    float s = __fdiv_rn(amax, 448.0f);
+    if (s == 0.0f)
+        s = FLT_EPSILON;
+    if (threadIdx.x == 0)
+        scale[t] = s;
+    if (vec4) {
+        for (int64_t k = threadIdx.x; k < K / 4; k += blockDim.x) {
+            float4 v = ((const float4 *)row)[k];
+            uint8_t c0 = fp8_code(v.x, s), c1 = fp8_code(v.y, s), c2 = fp8_code(v.z, s), c3 = fp8_code(v.w, s);
+            if (BF16) {
+                __nv_bfloat16 *o = (__nv_bfloat16 *)q + t * K + 4 * k;
+                __nv_bfloat162 lo = __floats2bfloat162_rn(cuda_e4m3_value(c0), cuda_e4m3_value(c1));
+                __nv_bfloat162 hi = __floats2bfloat162_rn(cuda_e4m3_value(c2), cuda_e4m3_value(c3));
+                uint2 pk;
+                pk.x = *(uint32_t *)&lo, pk.y = *(uint32_t *)&hi;
+                *(uint2 *)o = pk; /* 8-byte aligned: t K + 4 k is a multiple of 4 */
+            } else {
+                ((uint32_t *)((uint8_t *)q + t * K))[k] =
+                    (uint32_t)c0 | ((uint32_t)c1 << 8) | ((uint32_t)c2 << 16) | ((uint32_t)c3 << 24);
+            }
+        }
+    } else {
+        for (int64_t k = threadIdx.x; k < K; k += blockDim.x)
+            fp8_put<BF16>(q, t * K + k, fp8_code(row[k], s));
+    }
+}
+
+/* The earlier two-pass form (maximum, then a second read to code), for rows past the shared
+ * memory (none of the models'). */
+template <bool BF16>
+__global__ void __launch_bounds__(QACT_THREADS) k_fp8_quantize_rows_2pass(int64_t K, const float *x, int64_t ldx,
+                                                                          void *q, float *scale) {
     __shared__ float red[QACT_THREADS / 32];
     const int64_t t = blockIdx.x;
     const float *xr = x + t * ldx;
@@ -66,38 +150,57 @@ __global__ void __launch_bounds__(QACT_THREADS) k_fp8_quantize_rows(int64_t K, c
         s = FLT_EPSILON;
     if (threadIdx.x == 0)
         scale[t] = s;
-    uint8_t *qr = q + t * K;
-    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
-        float v = __fdiv_rn(xr[k], s);
-        v = fminf(fmaxf(v, -448.0f), 448.0f);
-        qr[k] = f32_to_e4m3(v);
+    for (int64_t k = threadIdx.x; k < K; k += blockDim.x)
+        fp8_put<BF16>(q, t * K + k, fp8_code(xr[k], s));
+}
+
+template <bool BF16>
+static void fp8_quantize(clef_backend *be, int64_t T, int64_t K, const float *x, int64_t ldx, void *q, float *scale) {
+    cuda_context *ctx = cuda_ctx(be);
+    if (ctx->status != CLEF_OK || T <= 0)
+        return;
+    if (K > fp8_row_limit(be)) {
+        k_fp8_quantize_rows_2pass<BF16><<<(unsigned)T, QACT_THREADS, 0, ctx->stream>>>(K, x, ldx, q, scale);
+        CUDA_CHECK_LAUNCH(be, "fp8 activation quantizer kernel");
+        return;
     }
+    const size_t smem = sizeof(float) * (size_t)K;
+    const int vec4 = K % 4 == 0 && ldx % 4 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)q % 16 == 0;
+    cuda_record(be, cudaFuncSetAttribute(k_fp8_quantize_rows<BF16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)smem), "fp8 quantizer shared memory");
+    k_fp8_quantize_rows<BF16><<<(unsigned)T, QACT_THREADS, smem, ctx->stream>>>(K, x, ldx, q, scale, vec4);
+    CUDA_CHECK_LAUNCH(be, "fp8 activation quantizer kernel");
 }
 
 extern "C" void clef_cuda_fp8_quantize_tokens(clef_backend *be, int64_t T, int64_t K, const float *x, int64_t ldx,
                                               uint8_t *q, float *scale) {
-    cuda_context *ctx = cuda_ctx(be);
-    if (ctx->status != CLEF_OK || T <= 0)
-        return;
-    k_fp8_quantize_rows<<<(unsigned)T, QACT_THREADS, 0, ctx->stream>>>(K, x, ldx, q, scale);
-    CUDA_CHECK_LAUNCH(be, "fp8 activation quantizer kernel");
+    fp8_quantize<false>(be, T, K, x, ldx, q, scale);
+}
+
+extern "C" void clef_cuda_fp8_quantize_tokens_bf16(clef_backend *be, int64_t T, int64_t K, const float *x,
+                                                   int64_t ldx, uint16_t *qv, float *scale) {
+    fp8_quantize<true>(be, T, K, x, ldx, qv, scale);
 }
 
 /* One radix-4 stage of stride s over every 256-group of r[0, K): butterfly b of a group
- * touches j, j + s, j + 2s, j + 3s with j = (b / s) * 4s + b % s. The CPU's FHT_STAGE. */
-__device__ __forceinline__ void fht_stage(float *r, int64_t K, int s) {
+ * touches j, j + s, j + 2s, j + 3s with j = (b / s) * 4s + b % s. The CPU's FHT_STAGE. Returns
+ * the largest magnitude this thread wrote (the last stage's gives the row maximum: no pass of
+ * its own). */
+__device__ __forceinline__ float fht_stage(float *r, int64_t K, int s) {
+    float amax = 0.0f;
     for (int64_t i = threadIdx.x; i < K / 4; i += blockDim.x) {
         int64_t g = (i / 64) * 256;
         int b = (int)(i % 64);
         int64_t j = g + (b / s) * 4 * s + b % s;
         float a = r[j], bb = r[j + s], c = r[j + 2 * s], d = r[j + 3 * s];
         float ab = __fadd_rn(a, bb), a_b = __fsub_rn(a, bb), cd = __fadd_rn(c, d), c_d = __fsub_rn(c, d);
-        r[j] = __fmul_rn(0.5f, __fadd_rn(ab, c_d));
-        r[j + s] = __fmul_rn(0.5f, __fsub_rn(ab, c_d));
-        r[j + 2 * s] = __fmul_rn(0.5f, __fadd_rn(a_b, cd));
-        r[j + 3 * s] = __fmul_rn(0.5f, __fsub_rn(cd, a_b));
+        float o0 = __fmul_rn(0.5f, __fadd_rn(ab, c_d)), o1 = __fmul_rn(0.5f, __fsub_rn(ab, c_d));
+        float o2 = __fmul_rn(0.5f, __fadd_rn(a_b, cd)), o3 = __fmul_rn(0.5f, __fsub_rn(cd, a_b));
+        r[j] = o0, r[j + s] = o1, r[j + 2 * s] = o2, r[j + 3 * s] = o3;
+        amax = fmaxf(amax, fmaxf(fmaxf(fabsf(o0), fabsf(o1)), fmaxf(fabsf(o2), fabsf(o3))));
     }
     __syncthreads();
+    return amax;
 }
 
 /* y = x H256 for every group, as clef_hadamard256_torch_f32 sums it: H[k][j] = +-1/16, the
@@ -124,15 +227,21 @@ __device__ __forceinline__ void hadamard_torch_order(const float *x, float *y, i
 __global__ void __launch_bounds__(QACT_THREADS) k_convrot_quantize_rows(int64_t K, const float *x, int64_t ldx,
                                                                         int rotate, int exact,
                                                                         const float *static_scale, int8_t *q,
-                                                                        float *scale) {
+                                                                        float *scale, int vec4) {
     extern __shared__ float row[]; /* K floats (+ K more for the exact rotation's output) */
     __shared__ float red[QACT_THREADS / 32];
     const int64_t t = blockIdx.x;
     const float *xr = x + t * ldx;
-    for (int64_t k = threadIdx.x; k < K; k += blockDim.x)
-        row[k] = xr[k];
+    if (vec4) /* 16-byte loads: the row is read from global memory once, here */
+#pragma unroll 4
+        for (int64_t k = threadIdx.x; k < K / 4; k += blockDim.x)
+            ((float4 *)row)[k] = ((const float4 *)xr)[k];
+    else
+        for (int64_t k = threadIdx.x; k < K; k += blockDim.x)
+            row[k] = xr[k];
     __syncthreads();
     float *r = row;
+    float amax = 0.0f; /* of what this thread wrote last: the butterfly's last stage, or the scan below */
     if (rotate && exact) {
         hadamard_torch_order(row, row + K, K);
         r = row + K;
@@ -140,24 +249,36 @@ __global__ void __launch_bounds__(QACT_THREADS) k_convrot_quantize_rows(int64_t 
         fht_stage(row, K, 1);
         fht_stage(row, K, 4);
         fht_stage(row, K, 16);
-        fht_stage(row, K, 64);
+        amax = fht_stage(row, K, 64);
     }
     float s;
     if (static_scale) {
         s = *static_scale;
     } else {
-        float amax = 0.0f;
-        for (int64_t k = threadIdx.x; k < K; k += blockDim.x)
-            amax = fmaxf(amax, fabsf(r[k]));
+        if (!rotate || exact)
+            for (int64_t k = threadIdx.x; k < K; k += blockDim.x)
+                amax = fmaxf(amax, fabsf(r[k]));
         amax = block_max(amax, red);
         s = fmaxf(__fdiv_rn(amax, 127.0f), 1e-30f);
     }
     if (threadIdx.x == 0)
         scale[t] = s;
     int8_t *qr = q + t * K;
-    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
-        float v = fminf(fmaxf(rintf(__fdiv_rn(r[k], s)), -128.0f), 127.0f);
-        qr[k] = (int8_t)v;
+    if (vec4) {
+        for (int64_t k = threadIdx.x; k < K / 4; k += blockDim.x) {
+            float4 v = ((const float4 *)r)[k];
+            char4 c;
+            c.x = (signed char)fminf(fmaxf(rintf(__fdiv_rn(v.x, s)), -128.0f), 127.0f);
+            c.y = (signed char)fminf(fmaxf(rintf(__fdiv_rn(v.y, s)), -128.0f), 127.0f);
+            c.z = (signed char)fminf(fmaxf(rintf(__fdiv_rn(v.z, s)), -128.0f), 127.0f);
+            c.w = (signed char)fminf(fmaxf(rintf(__fdiv_rn(v.w, s)), -128.0f), 127.0f);
+            ((char4 *)qr)[k] = c;
+        }
+    } else {
+        for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
+            float v = fminf(fmaxf(rintf(__fdiv_rn(r[k], s)), -128.0f), 127.0f);
+            qr[k] = (int8_t)v;
+        }
     }
 }
 
@@ -187,7 +308,8 @@ extern "C" void clef_cuda_convrot_quantize_tokens(clef_backend *be, int64_t T, i
      * 12,288-wide row, exactly 48 KB dynamic, failed to launch without it) */
     cuda_record(be, cudaFuncSetAttribute(k_convrot_quantize_rows, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)smem), "ConvRot quantizer shared memory");
+    const int vec4 = K % 4 == 0 && ldx % 4 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)q % 4 == 0;
     k_convrot_quantize_rows<<<(unsigned)T, QACT_THREADS, smem, ctx->stream>>>(K, x, ldx, rotate, exact, static_scale,
-                                                                              q, scale);
+                                                                              q, scale, vec4);
     CUDA_CHECK_LAUNCH(be, "ConvRot activation quantizer kernel");
 }

@@ -3,14 +3,17 @@
  * quantized per token (cuda_quant_act.cu), then the codes multiplied with fp32 accumulation
  * and scaled: y[t, n] = (sum_k qx[t, k] qw[n, k]) * s_t * s_w[n]. Two ways to make the sum:
  *
- * Exact (the default): the e4m3 codes widened to bf16 (every e4m3 value is a bf16 value, so
- * nothing rounds), a BF16 GEMM through cuda_matmul (cuBLASLt bf16 x bf16, fp32 accumulation:
- * each product of two 4-bit significands is exact in fp32), unscaled fp32 products, then the
- * scaling kernel. Equal to the CPU's W8A8 (clef_fp8_gemm_ref) up to fp32 summation order, and
- * in fp32 W8A8 equals compressed-tensors' QDQ forward to ~1e-7 (scripts/cuda/
- * fp8_gpu_sensitivity.py), so the GPU runs the CPU reference's arithmetic. It is slow: the
- * widening of the weight and the fp32 code values add passes over memory to a BF16 GEMM
- * (~335 TFLOP/s on the 27B MLP-up shape at 2,270 rows on an H200, run13: half the BF16 rate).
+ * Exact (the default): the activation quantizer writes each code's value in bf16 (every e4m3
+ * value is a bf16 value, so nothing rounds), the weight's codes are widened to bf16 once per
+ * call, cuBLASLt multiplies bf16 x bf16 with fp32 accumulation (each product of two 4-bit
+ * significands is exact in fp32) into unscaled fp32 products, then the scaling kernel. Equal to
+ * the CPU's W8A8 (clef_fp8_gemm_ref) up to fp32 summation order, and in fp32 W8A8 equals
+ * compressed-tensors' QDQ forward to ~1e-7 (scripts/cuda/fp8_gpu_sensitivity.py), so the GPU
+ * runs the CPU reference's arithmetic. It costs a BF16 GEMM plus the weight's widening and the
+ * products' round trip through memory (27B MLP-up at 2,270 rows on an H200: 386 TFLOP/s, run15;
+ * 335 before the quantizer wrote bf16 itself). With clef_backend_cuda_set_fp8_exact_wgmma the
+ * GEMM and the scaling run in one of our bf16 wgmma kernels instead (cuda_quant_wgmma.cu: no
+ * product round trip; same checks passed, not timed yet).
  *
  * Tensor cores (clef_backend_cuda_set_fp8_tensor_cores): cuBLASLt e4m3 x e4m3 — the FP8 rate,
  * but Hopper's fp8 MMAs keep only ~14 bits of their partial sums (test_cuda_quant: 1e-4..3e-4
@@ -30,9 +33,9 @@
  * x [T, K] = column-major K x T, D = y^T (N x T, ld = ldy). FP8 needs K, both leading
  * dimensions and the code pointers in multiples of 16 bytes.
  *
- * Scratch: codes [T, K] | scales [T] | then either (tensor cores, epilogue path) fp32 products
- * [chunk, N], or (exact) bf16 weights [N, K] | code values [chunk, K] fp32 | products
- * [chunk, N] fp32 | the BF16 path's bf16 staging [chunk, K].
+ * Scratch: scales [T] | then either (tensor cores) codes [T, K] | fp32 products [chunk, N] (the
+ * epilogue path), or (exact) code values [T, K] bf16 | weights [N, K] bf16 | fp32 products
+ * [chunk, N].
  */
 #include "backend/cuda/cuda_quant_internal.cuh"
 
@@ -50,33 +53,17 @@ static size_t fp8_product_bytes(int64_t T, int64_t N) {
     return cuda_quant_align(sizeof(float) * (size_t)((T < chunk ? T : chunk) * N));
 }
 
-/* Rows per chunk of the exact path: code values, products and bf16 staging of a chunk within
- * CUDA_QUANT_PRODUCT_BYTES. */
-static int64_t fp8_exact_chunk(int64_t T, int64_t N, int64_t K) {
-    int64_t per_row = (int64_t)sizeof(float) * (N + K) + (int64_t)sizeof(uint16_t) * K;
-    int64_t max_rows = (int64_t)(CUDA_QUANT_PRODUCT_BYTES / (size_t)per_row);
-    return cuda_quant_even_chunk(T, max_rows < 1 ? 1 : max_rows);
-}
-
-static clef_matrix fp8_bf16_view(const clef_matrix *w, const void *data) {
-    clef_matrix b;
-    memset(&b, 0, sizeof b);
-    b.type = CLEF_WTYPE_BF16, b.rows = w->rows, b.cols = w->cols, b.ld = w->cols, b.data = data;
-    return b;
-}
-
 static size_t fp8_exact_bytes(int64_t T, const clef_matrix *w) {
-    const int64_t N = w->rows, K = w->cols, chunk = fp8_exact_chunk(T, N, K);
-    clef_matrix b = fp8_bf16_view(w, NULL);
-    return cuda_quant_align(sizeof(uint16_t) * (size_t)(N * K)) + cuda_quant_align(sizeof(float) * (size_t)(chunk * K)) +
-           cuda_quant_align(sizeof(float) * (size_t)(chunk * N)) + cuda_matmul_workspace_size(NULL, chunk, &b);
+    const int64_t N = w->rows, K = w->cols;
+    return cuda_quant_align(sizeof(uint16_t) * (size_t)(T * K)) + cuda_quant_align(sizeof(uint16_t) * (size_t)(N * K)) +
+           fp8_product_bytes(T, N);
 }
 
 size_t cuda_fp8_workspace_size(int64_t T, const clef_matrix *w) {
     /* both ways are included: the mode can change between planning and the call, and which
      * tensor-core path runs is known only once cuBLASLt has been asked */
-    size_t tc = fp8_product_bytes(T, w->rows), exact = fp8_exact_bytes(T, w);
-    return fp8_codes_bytes(T, w->cols) + fp8_scales_bytes(T) + (tc > exact ? tc : exact);
+    size_t tc = fp8_codes_bytes(T, w->cols) + fp8_product_bytes(T, w->rows), exact = fp8_exact_bytes(T, w);
+    return fp8_scales_bytes(T) + (tc > exact ? tc : exact);
 }
 
 __global__ void k_fp8_add_bias(int64_t T, int64_t N, const float *bias, float *y, int64_t ldy) {
@@ -119,15 +106,6 @@ static int fp8_gemm_outer(clef_backend *be, int64_t T, const clef_matrix *w, con
     return 1;
 }
 
-/* e4m3 code -> fp32 (exact) */
-__device__ __forceinline__ float e4m3_value(uint8_t b) {
-    const float sign = (b & 0x80) ? -1.0f : 1.0f;
-    const int e = (b >> 3) & 15, m = b & 7;
-    if (e == 15 && m == 7)
-        return __int_as_float(0x7fc00000);
-    return e ? sign * ldexpf((float)(8 + m), e - 10) : sign * ldexpf((float)m, -9);
-}
-
 __global__ void k_fp8_gemm_simple(int64_t T, int64_t N, int64_t K, const uint8_t *qx, const uint8_t *qw, float *prod,
                                   int64_t ldprod) {
     const int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -137,7 +115,7 @@ __global__ void k_fp8_gemm_simple(int64_t T, int64_t N, int64_t K, const uint8_t
         const uint8_t *a = qx + t * K, *b = qw + n * K;
         float acc = 0.0f;
         for (int64_t k = 0; k < K; k++) /* the product is exact: the sum rounds once per k */
-            acc = __fadd_rn(acc, __fmul_rn(e4m3_value(a[k]), e4m3_value(b[k])));
+            acc = __fadd_rn(acc, __fmul_rn(cuda_e4m3_value(a[k]), cuda_e4m3_value(b[k])));
         prod[t * ldprod + n] = acc;
     }
 }
@@ -173,16 +151,32 @@ static void fp8_gemm_epilogue(clef_backend *be, int64_t T, const clef_matrix *w,
     }
 }
 
-/* e4m3 codes -> bf16 (exact): the weight [N, K] once per call, into scratch */
-__global__ void k_fp8_widen_bf16(int64_t n, const uint8_t *codes, __nv_bfloat16 *out) {
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        out[i] = __float2bfloat16_rn(e4m3_value(codes[i]));
+/* e4m3 codes -> bf16 (exact): the weight [N, K] once per call, into scratch; 4 codes a thread */
+__global__ void k_fp8_widen_bf16(int64_t n4, const uint32_t *codes, uint2 *out) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (int64_t)gridDim.x * blockDim.x) {
+        const uint32_t c = codes[i];
+        __nv_bfloat162 lo = __floats2bfloat162_rn(cuda_e4m3_value((uint8_t)c), cuda_e4m3_value((uint8_t)(c >> 8)));
+        __nv_bfloat162 hi = __floats2bfloat162_rn(cuda_e4m3_value((uint8_t)(c >> 16)), cuda_e4m3_value((uint8_t)(c >> 24)));
+        uint2 v;
+        v.x = *(uint32_t *)&lo, v.y = *(uint32_t *)&hi;
+        out[i] = v;
+    }
 }
 
-/* e4m3 codes [rows, K] -> their fp32 values (exact), the BF16 path's input */
-__global__ void k_fp8_widen_f32(int64_t n, const uint8_t *codes, float *out) {
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        out[i] = e4m3_value(codes[i]);
+/* fp32 products of bf16 values (exact for e4m3 values) summed in fp32, k ascending: the exact
+ * path where cuBLASLt has no bf16 algorithm for the layout (fewer than 16 outputs, say) */
+__global__ void k_bf16_gemm_simple(int64_t T, int64_t N, int64_t K, const __nv_bfloat16 *xv, const __nv_bfloat16 *wv,
+                                   float *prod, int64_t ldprod) {
+    const int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (n >= N)
+        return;
+    for (int64_t t = blockIdx.y; t < T; t += gridDim.y) {
+        const __nv_bfloat16 *a = xv + t * K, *b = wv + n * K;
+        float acc = 0.0f;
+        for (int64_t k = 0; k < K; k++)
+            acc = __fadd_rn(acc, __fmul_rn(__bfloat162float(a[k]), __bfloat162float(b[k])));
+        prod[t * ldprod + n] = acc;
+    }
 }
 
 static unsigned fp8_widen_blocks(int64_t n) {
@@ -190,25 +184,41 @@ static unsigned fp8_widen_blocks(int64_t n) {
     return b > 65535u * 8 ? 65535u * 8 : b;
 }
 
-/* The exact path: the codes widened to bf16 / fp32 (no rounding), cuda_matmul's BF16 GEMM with
- * fp32 accumulation into unscaled products, then the scaling kernel; rows in chunks. */
-static void fp8_gemm_exact(clef_backend *be, int64_t T, const clef_matrix *w, const uint8_t *qx, const float *sx,
-                           const float *bias, float *y, int64_t ldy, int accumulate, char *ws) {
+/* The exact path: the activations' code values (bf16, from the quantizer) times the widened
+ * weight on cuBLASLt's BF16 GEMM with fp32 accumulation into unscaled products, then the
+ * scaling kernel; rows in chunks of the product buffer. */
+static void fp8_gemm_exact(clef_backend *be, int64_t T, const clef_matrix *w, const __nv_bfloat16 *xv,
+                           const float *sx, const float *bias, float *y, int64_t ldy, int accumulate, char *ws) {
     cuda_context *ctx = cuda_ctx(be);
-    const int64_t N = w->rows, K = w->cols, chunk = fp8_exact_chunk(T, N, K);
+    const int64_t N = w->rows, K = w->cols;
+    const int64_t chunk = cuda_quant_even_chunk(T, cuda_quant_chunk_rows(N, sizeof(float)));
     __nv_bfloat16 *wb = (__nv_bfloat16 *)ws;
-    float *xv = (float *)(ws + cuda_quant_align(sizeof(uint16_t) * (size_t)(N * K)));
-    float *prod = (float *)((char *)xv + cuda_quant_align(sizeof(float) * (size_t)(chunk * K)));
-    char *staging = (char *)prod + cuda_quant_align(sizeof(float) * (size_t)(chunk * N));
+    float *prod = (float *)(ws + cuda_quant_align(sizeof(uint16_t) * (size_t)(N * K)));
     const float *sw = w->quant->u.fp8.weight_scale + w->quant_row0;
-    k_fp8_widen_bf16<<<fp8_widen_blocks(N * K), 256, 0, ctx->stream>>>(N * K, (const uint8_t *)w->data, wb);
+    /* K is a multiple of 16, so N K a multiple of 4 and the codes 4-byte aligned rows */
+    k_fp8_widen_bf16<<<fp8_widen_blocks(N * K / 4), 256, 0, ctx->stream>>>(N * K / 4, (const uint32_t *)w->data,
+                                                                           (uint2 *)wb);
     CUDA_CHECK_LAUNCH(be, "fp8 weight widening kernel");
-    clef_matrix b = fp8_bf16_view(w, wb);
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    if (st && st->fp8_exact_wgmma && ctx->status == CLEF_OK &&
+        cuda_wgmma_gemm(be, 1, st->fp8_exact_wgmma, T, N, K, xv, wb, sx, sw, bias, y, ldy, accumulate))
+        return;
     for (int64_t t0 = 0; t0 < T && ctx->status == CLEF_OK; t0 += chunk) {
         int64_t rows = T - t0 < chunk ? T - t0 : chunk;
-        k_fp8_widen_f32<<<fp8_widen_blocks(rows * K), 256, 0, ctx->stream>>>(rows * K, qx + t0 * K, xv);
-        CUDA_CHECK_LAUNCH(be, "fp8 activation widening kernel");
-        cuda_matmul(be, rows, xv, K, &b, NULL, prod, N, 0, staging);
+        const __nv_bfloat16 *b = xv + t0 * K;
+        cuda_qplan *p = N < 16 ? NULL
+                               : cuda_qplan_get(be, CUDA_QPLAN_BF16, (int)N, (int)rows, (int)K, (int)K, (int)K, (int)N,
+                                                wb, b, prod, 0);
+        cublasStatus_t s = CUBLAS_STATUS_NOT_SUPPORTED;
+        if (p) {
+            const float alpha = 1.0f, beta = 0.0f;
+            s = cublasLtMatmul(ctx->lt, p->desc, &alpha, wb, p->la, b, p->lb, &beta, prod, p->lc, prod, p->lc, &p->algo,
+                               ctx->lt_workspace, ctx->lt_workspace_bytes, ctx->stream);
+        }
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            k_bf16_gemm_simple<<<cuda_quant_rows_grid(rows, N, 128), 128, 0, ctx->stream>>>(rows, N, K, b, wb, prod, N);
+            CUDA_CHECK_LAUNCH(be, "bf16 CUDA-core GEMM kernel");
+        }
         cuda_quant_epilogue_f32(be, rows, N, prod, N, sx + t0, sw, bias, y + t0 * ldy, ldy, accumulate);
     }
 }
@@ -225,15 +235,19 @@ void cuda_fp8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, c
     char *ws = (char *)cuda_quant_scratch(be, scratch, cuda_fp8_workspace_size(T, w));
     if (!st || !ws)
         return;
-    uint8_t *qx = (uint8_t *)ws;
-    float *sx = (float *)(ws + fp8_codes_bytes(T, K));
-    float *prod = (float *)(ws + fp8_codes_bytes(T, K) + fp8_scales_bytes(T));
-    clef_cuda_fp8_quantize_tokens(be, T, K, x, ldx, qx, sx);
+    float *sx = (float *)ws;
+    char *area = ws + fp8_scales_bytes(T);
     if (!st->fp8_tensor_cores) {
         st->fp8_exact_calls++;
-        fp8_gemm_exact(be, T, w, qx, sx, bias, y, ldy, accumulate, (char *)prod);
+        __nv_bfloat16 *xv = (__nv_bfloat16 *)area;
+        clef_cuda_fp8_quantize_tokens_bf16(be, T, K, x, ldx, (uint16_t *)xv, sx);
+        fp8_gemm_exact(be, T, w, xv, sx, bias, y, ldy, accumulate,
+                       area + cuda_quant_align(sizeof(uint16_t) * (size_t)(T * K)));
         return;
     }
+    uint8_t *qx = (uint8_t *)area;
+    float *prod = (float *)(area + fp8_codes_bytes(T, K));
+    clef_cuda_fp8_quantize_tokens(be, T, K, x, ldx, qx, sx);
     if (!st->fp8_force_epilogue && fp8_gemm_outer(be, T, w, qx, sx, bias, y, ldy, accumulate)) {
         st->fp8_outer_calls++;
         return;

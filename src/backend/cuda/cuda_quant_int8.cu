@@ -5,10 +5,11 @@
  * kernel's order), then cuda_quant_epilogue_i32: y = float(acc) * (s_t * s_w[n]) (+ bias),
  * the CPU's clef_int8_matmul_rows bit for bit.
  *
- * cuBLASLt runs int8 on sm_90 with an Ampere-generation kernel, at about the BF16 rate, not
- * the FP8 one (docs/cuda.md): the int32 product also makes a round trip through memory. A
- * wgmma kernel with the epilogue fused is the way to the FP8 rate; not written yet. Layouts
- * cuBLASLt has no int8 algorithm for run on a dp4a CUDA-core kernel (exact too, slow).
+ * On sm_90 the GEMM and the scaling run by default in one of our wgmma kernels
+ * (cuda_quant_wgmma.cu: the same int32 sums, the scaling from registers, no int32 round trip
+ * through memory); cuBLASLt's int8 GEMM (~1,400 TOPS alone on the 27B shapes, H200 run15) and
+ * the scaling kernel where it cannot run or with clef_backend_cuda_set_int8_wgmma(be, 0).
+ * Layouts cuBLASLt has no int8 algorithm for run on a dp4a CUDA-core kernel (exact too, slow).
  *
  * Layouts as in cuda_matmul.cu (TN: the only int8 layout cuBLASLt runs without its special
  * orderings): W [N, K] = column-major K x N (op T), codes [T, K] = K x T, int32 products
@@ -90,6 +91,9 @@ void cuda_int8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, 
     int32_t *acc = (int32_t *)(ws + int8_codes_bytes(T, K) + int8_scales_bytes(T));
     clef_cuda_convrot_quantize_tokens(be, T, K, x, ldx, q->rotation_group, q->input_scale, st->convrot_exact, qx, sx);
     const float *sw = q->weight_scale + w->quant_row0;
+    if (st->int8_wgmma && ctx->status == CLEF_OK &&
+        cuda_wgmma_gemm(be, 0, st->int8_wgmma, T, N, K, qx, w->data, sx, sw, bias, y, ldy, accumulate))
+        return;
     for (int64_t t0 = 0; t0 < T && ctx->status == CLEF_OK; t0 += chunk) {
         int64_t rows = T - t0 < chunk ? T - t0 : chunk;
         clef_cuda_int8_gemm_i32(be, rows, N, K, qx + t0 * K, (const int8_t *)w->data, acc, ld);

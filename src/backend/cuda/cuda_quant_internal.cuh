@@ -1,8 +1,9 @@
 /*
  * cuda_quant_internal.cuh — what the quantized-format files of the CUDA backend
  * (cuda_quant*.cu) share: their per-backend state (scratch grown on demand, cached cuBLASLt
- * plans of the FP8 and INT8 GEMMs, the ConvRot rotation mode), the plan cache, the scaling
- * epilogues, and each format's matmul entry point for the dispatch in cuda_quant.cu.
+ * plans of the FP8, INT8 and exact-FP8 BF16 GEMMs, the ConvRot rotation mode, which wgmma
+ * kernels run), the plan cache, the scaling epilogues, the wgmma GEMMs' entry point, and each
+ * format's matmul entry point for the dispatch in cuda_quant.cu.
  *
  * Plans, as for the BF16 GEMMs (cuda_matmul.cu): chosen once per weight shape for a canonical
  * row count with no split-K reduction and reused for every T, so a row's result does not
@@ -14,6 +15,16 @@
 #include "backend/cuda/cuda_internal.cuh"
 #include "backend/cuda/cuda_quant.h"
 
+/* The GEMMs the INT8 and exact FP8 matmuls take by default (CLEF_CUDA_WGMMA_*; where a wgmma
+ * kernel cannot run, cuBLASLt). INT8: CLEF_CUDA_WGMMA_AUTO, i.e. 128 x 128 tiles for small
+ * products and CUDA_QUANT_WGMMA_LARGE for the rest (exact integers, the cuBLASLt path's bits;
+ * per 27B / 9B forward of linears 0.82-1.02x the cuBLASLt path's time at 298-12,016 tokens on
+ * an H200, run15, bench/RESULTS.md). Exact FP8: cuBLASLt's BF16 GEMM (the bf16 wgmma kernels
+ * pass the tests but were not timed yet). */
+#define CUDA_QUANT_INT8_WGMMA_DEFAULT CLEF_CUDA_WGMMA_AUTO
+#define CUDA_QUANT_FP8_EXACT_WGMMA_DEFAULT CLEF_CUDA_WGMMA_OFF
+#define CUDA_QUANT_WGMMA_LARGE CLEF_CUDA_WGMMA_256
+
 /* Rows every cached plan is chosen for. */
 #define CUDA_QUANT_CANON_ROWS 2048
 /* Bytes of the product buffer of the GEMMs that need one (INT8's int32, FP8's fallback
@@ -24,6 +35,7 @@ typedef enum cuda_qplan_kind {
     CUDA_QPLAN_FP8_OUTER = 1, /* e4m3 x e4m3 -> fp32, outer-vector scales */
     CUDA_QPLAN_FP8_PLAIN,     /* e4m3 x e4m3 -> fp32, unscaled */
     CUDA_QPLAN_INT8,          /* int8 x int8 -> int32 */
+    CUDA_QPLAN_BF16,          /* bf16 x bf16 -> fp32 (the exact FP8 path's widened codes) */
 } cuda_qplan_kind;
 
 typedef struct cuda_qplan {
@@ -45,6 +57,8 @@ typedef struct cuda_quant_state {
     int fp8_tensor_cores;     /* clef_backend_cuda_set_fp8_tensor_cores (0: the exact path) */
     int fp8_force_epilogue;   /* clef_backend_cuda_set_fp8_epilogue */
     int convrot_exact;        /* clef_backend_cuda_set_convrot_exact */
+    int int8_wgmma;           /* clef_backend_cuda_set_int8_wgmma: CLEF_CUDA_WGMMA_* */
+    int fp8_exact_wgmma;      /* clef_backend_cuda_set_fp8_exact_wgmma: CLEF_CUDA_WGMMA_* */
     cudaEvent_t timer[2];     /* clef_cuda_timer_start / stop, made on first use */
     cuda_qplan plans[CUDA_QPLANS];
 } cuda_quant_state;
@@ -100,6 +114,25 @@ void cuda_fp8_gemm_simple(clef_backend *be, int64_t T, int64_t N, int64_t K, con
                           float *prod, int64_t ldprod);
 void cuda_int8_gemm_simple(clef_backend *be, int64_t T, int64_t N, int64_t K, const int8_t *qx, const int8_t *qw,
                            int32_t *acc, int64_t ldacc);
+
+/* A wgmma GEMM (cuda_quant_wgmma.cu) with the scaling fused: bf16 = 0, int8 codes x [T, K] and
+ * w [N, K], y = (accumulate ? y : 0) + float(x w^T) * (sx[t] * sw[n]) (+ bias)
+ * (cuda_quant_epilogue_i32's arithmetic); bf16 = 1, bf16 values, y = (accumulate ? y : 0) +
+ * (x w^T) * sx[t] * sw[n] (+ bias) (cuda_quant_epilogue_f32's). variant: CLEF_CUDA_WGMMA_*.
+ * Returns 0, having queued nothing, where the kernel cannot run (not an sm_90 device, K not a
+ * multiple of 16, misaligned operands): the caller takes cuBLASLt. */
+int cuda_wgmma_gemm(clef_backend *be, int bf16, int variant, int64_t T, int64_t N, int64_t K, const void *x,
+                    const void *w, const float *sx, const float *sw, const float *bias, float *y, int64_t ldy,
+                    int accumulate);
+
+/* e4m3 code -> fp32 (exact; 0x7f / 0xff NaN) */
+__device__ __forceinline__ float cuda_e4m3_value(uint8_t b) {
+    const float sign = (b & 0x80) ? -1.0f : 1.0f;
+    const int e = (b >> 3) & 15, m = b & 7;
+    if (e == 15 && m == 7)
+        return __int_as_float(0x7fc00000);
+    return e ? sign * ldexpf((float)(8 + m), e - 10) : sign * ldexpf((float)m, -9);
+}
 
 /* Each format's matmul (backend.h's contract) and the scratch it needs for T rows. */
 void cuda_fp8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
