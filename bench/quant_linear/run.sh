@@ -7,7 +7,8 @@
 # all threads — steadier than wall time when other jobs share the machine). Ours includes the
 # per-token activation quantization and packing; the libraries run bf16 activations, we run
 # fp32. Our kernels run the CPU's best level (CLEF_CPU_ISA=avx2 caps them; the table names
-# the level); ATEN_CPU_CAPABILITY=avx2 caps torch's.
+# the level and the int8 kernel: vpdpbusd where the CPU has VNNI); ATEN_CPU_CAPABILITY=avx2
+# caps torch's. A last line splits our int8 time into its parts (rotation, quantizer, dots).
 #   bench/quant_linear/run.sh [N=3584] [K=1024] [T=1025] [RUNS=5] [THREADS=nproc] [BUILD=build]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,7 +24,8 @@ N, K, T, runs, threads = sys.argv[1:6]
 ours = {r["format"]: r for r in map(json.loads, sys.argv[6].splitlines())}
 peer = {r["format"]: r for r in map(json.loads, sys.argv[7].splitlines())}
 isa = next(iter(ours.values())).get("isa", "?")
-print(f"quant_linear: y = x W^T, N {N} x K {K}, {T} tokens, {threads} threads, clef kernels {isa}, median of {runs} (warm-up excluded)")
+i8k = next(iter(ours.values())).get("int8_kernel", "?")
+print(f"quant_linear: y = x W^T, N {N} x K {K}, {T} tokens, {threads} threads, clef kernels {isa} (int8: {i8k}), median of {runs} (warm-up excluded)")
 print(f"| {'format':<8} | {'clef (src/quant)':<22} | {'ms':>8} | {'CPU s':>6} | {'library CPU path':<38} | {'ms':>8} | {'CPU s':>6} | {'speed (wall)':>12} | {'speed (CPU)':>11} |")
 print(f"|{'-'*10}|{'-'*24}|{'-'*10}|{'-'*8}|{'-'*40}|{'-'*10}|{'-'*8}|{'-'*14}|{'-'*13}|")
 rows = (("nf4", "NF4 fp32 FMA tiles", "nf4", "bitsandbytes Linear4bit (bf16)"),
@@ -36,5 +38,10 @@ for key, name, pkey, pname in rows:
 for key, pname in (("bf16", "torch F.linear bf16"), ("fp32", "torch F.linear fp32")):
     p = peer[key]
     print(f"| {key:<8} | {'-':<22} | {'':>8} | {'':>6} | {pname:<38} | {p['ms']:8.1f} | {p['cpu_s']:6.2f} | {'':>12} | {'':>11} |")
+if "int8_dots" in ours:
+    part = lambda k: f"{ours[k]['cpu_s'] * 1e3:.1f} ms"
+    print(f"int8 by part (clef, CPU time, each timed alone): rotation {part('int8_rot')}, quantizer with the rotation"
+          f" {part('int8_quant')}, int32 dots + epilogue ({i8k}) {part('int8_dots')};"
+          f" the dots without VNNI (vpmaddwd) {part('int8_madd')}")
 print(json.dumps({"N": int(N), "K": int(K), "T": int(T), "threads": int(threads), "clef": ours, "peer": peer}))
 PYEOF
