@@ -16,7 +16,8 @@
  * gets random codes and block statistics (the kernel's work does not depend on the values).
  * The activations' packing (and quantization) is included in the time; the kernels run the
  * best instruction-set level of the CPU unless CLEF_CPU_ISA caps it (avx2, c). Prints one JSON line per format: median
- * wall ms and CPU seconds (all threads) over RUNS runs after one warm-up.
+ * wall ms and CPU seconds (all threads) per call over RUNS samples after one warm-up, each
+ * sample as many calls as fill ~0.2 s (the process CPU clock can be as coarse as 4 ms).
  *   bench_quant_linear N K T RUNS THREADS
  */
 #include "../bench_util.h"
@@ -191,12 +192,18 @@ int main(int argc, char **argv) {
 
     for (int f = 0; f < F_COUNT; f++) {
         double *ms = malloc(sizeof(double) * (size_t)runs), *cpu = malloc(sizeof(double) * (size_t)runs);
-        run(&L, f, threads); /* warm-up */
+        /* warm-up; then each sample repeats the call until it spans ~0.2 s of wall time (the
+         * process CPU clock may tick in milliseconds) and records the time per call */
+        double w0 = bench_now_ms();
+        run(&L, f, threads);
+        double once = bench_now_ms() - w0;
+        int reps = once > 0 && once < 200 ? (int)(200 / once) + 1 : 1;
         for (int r = 0; r < runs; r++) {
             double t0 = bench_now_ms(), c0 = cpu_seconds();
-            run(&L, f, threads);
-            ms[r] = bench_now_ms() - t0;
-            cpu[r] = cpu_seconds() - c0;
+            for (int i = 0; i < reps; i++)
+                run(&L, f, threads);
+            ms[r] = (bench_now_ms() - t0) / reps;
+            cpu[r] = (cpu_seconds() - c0) / reps;
         }
         printf("{\"format\": \"%s\", \"isa\": \"%s\", \"int8_kernel\": \"%s\", \"ms\": %.3f, "
                "\"cpu_s\": %.4f}\n",
