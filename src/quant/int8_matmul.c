@@ -200,11 +200,43 @@ size_t clef_int8_matmul_scratch_bytes(int64_t T, int64_t K) {
 
 #if CPU_HAVE_X86
 /* The panel of rows [n, n + rows) of qw (rows <= 32): panel[(k4 * 32 + r) * 4 + j] =
- * u8(W[n + r, 4 k4 + j] + 128) (flipping the sign bit adds 128); rows past `rows` get w = 0. */
-static void vnni_pack_panel(const int8_t *qw, int64_t K, int64_t n, int rows, uint8_t *panel) {
-    const int64_t K4 = K / 4;
+ * u8(W[n + r, 4 k4 + j] + 128) (flipping the sign bit adds 128); rows past `rows` get w = 0.
+ * A transpose of 4-byte groups: 4 rows x 8 groups at a time in two ymm lanes (unpacks within
+ * each 128-bit lane make 4 x 4 transposes), the rest one group at a time. */
+CPU_TARGET_AVX2 static void vnni_pack_panel(const int8_t *qw, int64_t K, int64_t n, int rows,
+                                            uint8_t *panel) {
+    const int64_t K4 = K / 4, K4v = K4 / 8 * 8;
     uint32_t *out = (uint32_t *)(void *)panel;
-    for (int r = 0; r < VNNI_PANEL_ROWS; r++) {
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    int r = 0;
+    for (; r + 4 <= rows; r += 4) {
+        const int8_t *s0 = qw + (n + r) * K, *s1 = s0 + K, *s2 = s1 + K, *s3 = s2 + K;
+        for (int64_t k4 = 0; k4 < K4v; k4 += 8) {
+            const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(s0 + 4 * k4));
+            const __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(s1 + 4 * k4));
+            const __m256i c = _mm256_loadu_si256((const __m256i *)(const void *)(s2 + 4 * k4));
+            const __m256i d = _mm256_loadu_si256((const __m256i *)(const void *)(s3 + 4 * k4));
+            const __m256i ab0 = _mm256_unpacklo_epi32(a, b), ab1 = _mm256_unpackhi_epi32(a, b);
+            const __m256i cd0 = _mm256_unpacklo_epi32(c, d), cd1 = _mm256_unpackhi_epi32(c, d);
+            /* g[i], lane L: group 4 L + i of rows r..r+3 */
+            const __m256i g[4] = {_mm256_unpacklo_epi64(ab0, cd0), _mm256_unpackhi_epi64(ab0, cd0),
+                                  _mm256_unpacklo_epi64(ab1, cd1), _mm256_unpackhi_epi64(ab1, cd1)};
+            for (int i = 0; i < 4; i++) {
+                const __m256i v = _mm256_xor_si256(g[i], flip);
+                _mm_storeu_si128((__m128i *)(void *)(out + (k4 + i) * VNNI_PANEL_ROWS + r),
+                                 _mm256_castsi256_si128(v));
+                _mm_storeu_si128((__m128i *)(void *)(out + (k4 + 4 + i) * VNNI_PANEL_ROWS + r),
+                                 _mm256_extracti128_si256(v, 1));
+            }
+        }
+        for (int j = 0; j < 4; j++)
+            for (int64_t k4 = K4v; k4 < K4; k4++) {
+                uint32_t v;
+                memcpy(&v, qw + (n + r + j) * K + 4 * k4, sizeof v);
+                out[k4 * VNNI_PANEL_ROWS + r + j] = v ^ 0x80808080u;
+            }
+    }
+    for (; r < VNNI_PANEL_ROWS; r++) {
         uint32_t *dst = out + r;
         if (r < rows) {
             const int8_t *src = qw + (n + r) * K;
