@@ -35,10 +35,10 @@ rows = (("nf4", "NF4 fp32 FMA tiles", "nf4", "bitsandbytes Linear4bit (bf16)"),
         ("int8", "INT8 ConvRot int32", "int8", "comfy-kitchen eager int8_linear"))
 for key, name, pkey, pname in rows:
     o, p = ours[key], peer[pkey]
-    print(f"| {key:<8} | {name:<22} | {o['ms']:8.1f} | {o['cpu_s']:6.2f} | {pname:<38} | {p['ms']:8.1f} | {p['cpu_s']:6.2f} | {p['ms']/o['ms']:11.2f}x | {p['cpu_s']/o['cpu_s']:10.2f}x |")
+    print(f"| {key:<8} | {name:<22} | {o['ms']:8.1f} | {o['cpu_s']:6.3f} | {pname:<38} | {p['ms']:8.1f} | {p['cpu_s']:6.3f} | {p['ms']/o['ms']:11.2f}x | {p['cpu_s']/o['cpu_s']:10.2f}x |")
 for key, pname in (("bf16", "torch F.linear bf16"), ("fp32", "torch F.linear fp32")):
     p = peer[key]
-    print(f"| {key:<8} | {'-':<22} | {'':>8} | {'':>6} | {pname:<38} | {p['ms']:8.1f} | {p['cpu_s']:6.2f} | {'':>12} | {'':>11} |")
+    print(f"| {key:<8} | {'-':<22} | {'':>8} | {'':>6} | {pname:<38} | {p['ms']:8.1f} | {p['cpu_s']:6.3f} | {'':>12} | {'':>11} |")
 if "int8_dots" in ours:
     part = lambda k: f"{ours[k]['cpu_s'] * 1e3:.1f} ms"
     print(f"int8 by part (clef, CPU time, each timed alone): rotation {part('int8_rot')}, quantizer with the rotation"
