@@ -30,11 +30,7 @@ Requirements: pip install -r scripts/requirements.txt.
 """
 import json
 import math
-import os
-import resource
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -44,6 +40,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "scripts" / "demo"))
 import clef_oracle  # noqa: E402
 from make_demo import hf_tokenizer  # noqa: E402
+from decide_timing import time_decisions  # noqa: E402  (beside this file)
 
 DEMO = ROOT / "demo" / "clef-demo"
 TEXT = dict(hidden_size=1024, intermediate_size=3584, num_hidden_layers=8,
@@ -145,38 +142,14 @@ def make(out_dir: Path, tokens: int, hidden: int, dtype: str) -> None:
 
 
 def run(release: Path, record_path: Path, runs: int, threads: int, max_length: int) -> None:
-    from safetensors.torch import load_file
     from transformers import Qwen3_5ForConditionalGeneration
 
     torch.set_num_threads(threads)
-    mod = clef_oracle.load_reference()
-    request = json.loads(record_path.read_text())
-    t0 = time.perf_counter()
     # The reference load_release_model(path, device="cpu", dtype=torch.float32), minus its
     # AutoProcessor (a text-only release has no image processor): the tokenizer instead.
-    backbone = Qwen3_5ForConditionalGeneration.from_pretrained(release, dtype=torch.float32)
-    backbone.config.use_cache = False
-    head = mod.JointSchemaHead(**json.loads((release / "joint_head_config.json").read_text()))
-    head.load_state_dict(load_file(release / "joint_head.safetensors"), strict=True)
-    model = mod.ClefModel(backbone, head.to(dtype=torch.float32)).eval()
-
-    class TextOnlyProcessor:
-        tokenizer = hf_tokenizer(release)
-
-    processor = TextOnlyProcessor()
-    load_s = time.perf_counter() - t0
-    times, cpu = [], []
-    for i in range(runs + 1):
-        t0, c0 = time.perf_counter(), time.process_time()
-        answer = mod.systemone(model, processor, request, max_length=max_length)
-        if i > 0:  # the first decision is the warm-up
-            times.append(time.perf_counter() - t0)
-            cpu.append(time.process_time() - c0)
-    print(json.dumps({"load_s": load_s, "ms": statistics.median(times) * 1e3,
-                      "cpu_s": statistics.median(cpu), "runs": runs,
-                      "threads": torch.get_num_threads(),
-                      "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                      "answer": answer}))
+    time_decisions(clef_oracle.load_reference(), release,
+                   lambda: Qwen3_5ForConditionalGeneration.from_pretrained(release, dtype=torch.float32),
+                   json.loads(record_path.read_text()), runs, max_length, lambda: hf_tokenizer(release))
 
 
 if __name__ == "__main__":

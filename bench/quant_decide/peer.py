@@ -20,11 +20,8 @@ release's own library + the reference joint_schema_model.py.
 Requirements: pip install -r scripts/requirements.txt.
 """
 import json
-import resource
 import shutil
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -34,8 +31,10 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "scripts" / "demo"))
 sys.path.insert(0, str(ROOT / "scripts" / "fixtures"))
 sys.path.insert(0, str(ROOT / "scripts" / "quant"))
+sys.path.insert(0, str(ROOT / "bench" / "cpu_decide"))
 import clef_oracle  # noqa: E402
 from make_demo import hf_tokenizer  # noqa: E402
+from decide_timing import time_decisions  # noqa: E402
 
 # what the weight writers produce themselves (everything else of SRC is copied)
 WEIGHT_FILES = ("config.json", "complete.json", "model.safetensors", "model.safetensors.index.json",
@@ -69,36 +68,10 @@ def load_backbone(release: Path, precision: str):
 
 def run(release: Path, precision: str, record_path: Path, runs: int, threads: int,
         max_length: int) -> None:
-    from safetensors.torch import load_file
-
     torch.set_num_threads(threads)
-    mod = clef_oracle.load_reference()
-    request = json.loads(record_path.read_text())
-    t0 = time.perf_counter()
-    backbone = load_backbone(release, precision)
-    backbone.config.use_cache = False
-    head = mod.JointSchemaHead(**json.loads((release / "joint_head_config.json").read_text()))
-    head.load_state_dict(load_file(release / "joint_head.safetensors"), strict=True)
-    model = mod.ClefModel(backbone, head.to(dtype=torch.float32)).eval()
-
-    class TextOnlyProcessor:
-        tokenizer = hf_tokenizer(release)
-
-    processor = TextOnlyProcessor()
-    load_s = time.perf_counter() - t0
-    times, cpu = [], []
-    with torch.inference_mode():
-        for i in range(runs + 1):
-            t0, c0 = time.perf_counter(), time.process_time()
-            answer = mod.systemone(model, processor, request, max_length=max_length)
-            if i > 0:  # the first decision is the warm-up
-                times.append(time.perf_counter() - t0)
-                cpu.append(time.process_time() - c0)
-    print(json.dumps({"load_s": load_s, "ms": statistics.median(times) * 1e3,
-                      "cpu_s": statistics.median(cpu), "runs": runs,
-                      "threads": torch.get_num_threads(),
-                      "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                      "answer": answer}))
+    time_decisions(clef_oracle.load_reference(), release, lambda: load_backbone(release, precision),
+                   json.loads(record_path.read_text()), runs, max_length, lambda: hf_tokenizer(release),
+                   inference_mode=True)
 
 
 if __name__ == "__main__":
