@@ -5,12 +5,19 @@
  *   nf4       NF4 double quant, weight rows decoded into per-thread panels (fp32 FMA tiles)
  *   fp8       FP8 W8A8: per-token activation quantization, fp8 x fp8 -> fp32, scales after
  *   fp8_qdq   FP8 as compressed-tensors' forward computes it (codes multiplied back out)
- *   int8      INT8 ConvRot: butterfly rotation + per-token int8, int32 dots, scales after
+ *   int8      INT8 ConvRot as the CPU backend runs it: the rotation in torch's order + per-token
+ *             int8 (clef_convrot_quantize_tokens), int32 dots (the CPU's best kernel: vpdpbusd
+ *             where it has VNNI), scales after; and its parts, timed alone:
+ *   int8_rot    the rotation only (clef_hadamard256_torch_f32 over every group of every token)
+ *   int8_quant  the whole quantizer (rotation, amax, codes)
+ *   int8_dots   the int32 dot products and the epilogue (clef_int8_matmul_rows_ws)
+ *   int8_madd   the same on the level's kernel without VNNI (vpmaddwd: clef_int8_matmul_rows)
  * Weights: random BF16 N(0, 0.02) quantized with src/quant's quantizers (FP8, INT8); NF4
  * gets random codes and block statistics (the kernel's work does not depend on the values).
  * The activations' packing (and quantization) is included in the time; the kernels run the
  * best instruction-set level of the CPU unless CLEF_CPU_ISA caps it (avx2, c). Prints one JSON line per format: median
- * wall ms and CPU seconds (all threads) over RUNS runs after one warm-up.
+ * wall ms and CPU seconds (all threads) per call over RUNS samples after one warm-up, each
+ * sample as many calls as fill ~0.2 s (the process CPU clock can be as coarse as 4 ms).
  *   bench_quant_linear N K T RUNS THREADS
  */
 #include "../bench_util.h"
@@ -59,11 +66,13 @@ typedef struct linear {
     /* int8 */
     int8_t *i8_w, *i8_x;
     float *i8_sw, *i8_sx, *rot;
-    float **panels; /* per thread */
+    float **panels;  /* per thread */
+    void **i8_ws;    /* per thread: the int8 kernels' scratch */
 } linear;
 
-enum { F_NF4, F_FP8, F_FP8_QDQ, F_INT8, F_COUNT };
-static const char *format_name[F_COUNT] = {"nf4", "fp8", "fp8_qdq", "int8"};
+enum { F_NF4, F_FP8, F_FP8_QDQ, F_INT8, F_INT8_ROT, F_INT8_QUANT, F_INT8_DOTS, F_INT8_MADD, F_COUNT };
+static const char *format_name[F_COUNT] = {"nf4",      "fp8",        "fp8_qdq",   "int8",
+                                           "int8_rot", "int8_quant", "int8_dots", "int8_madd"};
 
 static void run(linear *L, int f, int threads) {
     const int64_t blocks = clef_qmm_token_blocks(L->T);
@@ -78,11 +87,19 @@ static void run(linear *L, int f, int threads) {
             clef_qmm_pack_fp8(L->x, L->K, L->T, L->K, f == F_FP8_QDQ, b0, b1, L->xp, L->fp8_sx,
                               (uint8_t *)(L->rot + id * L->K));
     }
-    if (f == F_INT8)
+    if (f == F_INT8 || f == F_INT8_QUANT) /* as the backend: split by tokens */
 #pragma omp parallel for num_threads(threads)
         for (int64_t t = 0; t < L->T; t++)
-            clef_convrot_quantize_tokens_fast(L->x + t * L->K, L->K, 1, L->K, L->i8_x + t * L->K,
-                                              L->i8_sx + t, L->rot + omp_get_thread_num() * L->K);
+            clef_convrot_quantize_tokens(L->x + t * L->K, L->K, 1, L->K, CLEF_QUANT_ACT_F32,
+                                         L->i8_x + t * L->K, L->i8_sx + t,
+                                         L->rot + omp_get_thread_num() * L->K);
+    if (f == F_INT8_ROT)
+#pragma omp parallel for num_threads(threads)
+        for (int64_t t = 0; t < L->T; t++)
+            for (int64_t g = 0; g < L->K; g += 256)
+                clef_hadamard256_torch_f32(L->x + t * L->K + g, L->rot + omp_get_thread_num() * L->K + g);
+    if (f == F_INT8_ROT || f == F_INT8_QUANT)
+        return;
 #pragma omp parallel num_threads(threads)
     {
         int id = omp_get_thread_num(), n_th = omp_get_num_threads();
@@ -102,9 +119,12 @@ static void run(linear *L, int f, int threads) {
             else if (f == F_FP8_QDQ)
                 clef_fp8_matmul_rows_qdq(L->fp8_w, L->fp8_sw, L->K, n0, n1, L->T, L->xp, NULL,
                                          L->y, L->N, 0, panel);
-            else
+            else if (f == F_INT8_MADD)
                 clef_int8_matmul_rows(L->i8_w, L->i8_sw, L->K, n0, n1, L->T, L->i8_x, L->i8_sx,
                                       NULL, L->y, L->N, 0);
+            else
+                clef_int8_matmul_rows_ws(L->i8_w, L->i8_sw, L->K, n0, n1, L->T, L->i8_x,
+                                         L->i8_sx, NULL, L->y, L->N, 0, L->i8_ws[id]);
         }
     }
 }
@@ -160,20 +180,35 @@ int main(int argc, char **argv) {
     L.i8_x = malloc((size_t)(T * K));
     L.i8_sx = malloc(sizeof(float) * (size_t)T);
     L.panels = malloc(sizeof(float *) * (size_t)threads);
-    for (int i = 0; i < threads; i++)
+    L.i8_ws = malloc(sizeof(void *) * (size_t)threads);
+    for (int i = 0; i < threads; i++) {
         L.panels[i] = malloc(sizeof(float) * clef_qmm_panel_floats(K));
+        L.i8_ws[i] = malloc(clef_int8_matmul_scratch_bytes(T, K));
+    }
+    /* the codes the dot products run on (int8_dots, int8_madd time only those) */
+    for (int64_t t = 0; t < T; t++)
+        clef_convrot_quantize_tokens(x + t * K, K, 1, K, CLEF_QUANT_ACT_F32, L.i8_x + t * K,
+                                     L.i8_sx + t, L.rot);
 
     for (int f = 0; f < F_COUNT; f++) {
         double *ms = malloc(sizeof(double) * (size_t)runs), *cpu = malloc(sizeof(double) * (size_t)runs);
-        run(&L, f, threads); /* warm-up */
+        /* warm-up; then each sample repeats the call until it spans ~0.2 s of wall time (the
+         * process CPU clock may tick in milliseconds) and records the time per call */
+        double w0 = bench_now_ms();
+        run(&L, f, threads);
+        double once = bench_now_ms() - w0;
+        int reps = once > 0 && once < 200 ? (int)(200 / once) + 1 : 1;
         for (int r = 0; r < runs; r++) {
             double t0 = bench_now_ms(), c0 = cpu_seconds();
-            run(&L, f, threads);
-            ms[r] = bench_now_ms() - t0;
-            cpu[r] = cpu_seconds() - c0;
+            for (int i = 0; i < reps; i++)
+                run(&L, f, threads);
+            ms[r] = (bench_now_ms() - t0) / reps;
+            cpu[r] = (cpu_seconds() - c0) / reps;
         }
-        printf("{\"format\": \"%s\", \"isa\": \"%s\", \"ms\": %.3f, \"cpu_s\": %.4f}\n",
+        printf("{\"format\": \"%s\", \"isa\": \"%s\", \"int8_kernel\": \"%s\", \"ms\": %.3f, "
+               "\"cpu_s\": %.4f}\n",
                format_name[f], cpu_isa_name(cpu_isa_active()),
+               clef_int8_kernel_name(clef_int8_kernel_active()),
                bench_median(ms, runs), bench_median(cpu, runs));
         free(ms);
         free(cpu);

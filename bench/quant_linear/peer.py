@@ -11,7 +11,8 @@ published stacks run them (torch.set_num_threads(THREADS), inference mode):
   fp32      torch F.linear, fp32 (the engine's reference arithmetic on BF16 weights)
 
 Weights: N(0, 0.02) in bf16, quantized by each library. Prints one JSON line per format:
-median wall ms and CPU seconds (all threads) over RUNS runs after one warm-up.
+median wall ms and CPU seconds (all threads) per call over RUNS samples after one warm-up
+(each sample as many calls as fill ~0.2 s).
   python3 peer.py N K T RUNS THREADS
 """
 import json
@@ -23,13 +24,19 @@ import torch
 
 
 def timed(fn, runs):
+    """Median wall ms and CPU seconds per call; as the C side, each sample repeats the call
+    until it spans ~0.2 s of wall time (the process CPU clock can be as coarse as 4 ms)."""
+    w0 = time.perf_counter()
     fn()
+    once = time.perf_counter() - w0
+    reps = int(0.2 / once) + 1 if 0 < once < 0.2 else 1
     ms, cpu = [], []
     for _ in range(runs):
         t0, c0 = time.perf_counter(), time.process_time()
-        fn()
-        ms.append(1e3 * (time.perf_counter() - t0))
-        cpu.append(time.process_time() - c0)
+        for _ in range(reps):
+            fn()
+        ms.append(1e3 * (time.perf_counter() - t0) / reps)
+        cpu.append((time.process_time() - c0) / reps)
     return statistics.median(ms), statistics.median(cpu)
 
 

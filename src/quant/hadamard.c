@@ -7,8 +7,9 @@
  *   y0 = 0.5 (a + b' + c - d)    y1 = 0.5 (a + b' - c + d)
  *   y2 = 0.5 (a - b' + c + d)    y3 = 0.5 (-a + b' + c + d)
  * Four stages give (0.5)^4 = 1/16 = 1/sqrt(256), the normalisation of H256.
- * The dense product in torch's order (clef_hadamard256_torch_f32) is vectorized over its
- * outputs, per instruction-set level of the CPU backend (backend/cpu/cpu_isa.h), same bits.
+ * The dense product in torch's order (clef_hadamard256_torch_f32): one output at a time in C,
+ * and vector forms per instruction-set level of the CPU backend (backend/cpu/cpu_isa.h) that
+ * share partial sums between outputs, same bits.
  */
 #include "quant/hadamard.h"
 
@@ -81,56 +82,140 @@ static void hadamard_torch_c(const float *x, float *y) {
     }
 }
 
-/* The same, 16 (AVX-512) or 8 (AVX2) outputs per vector: each lane is still its own sum in
- * ascending k from zero of the same exact products (x[k] LOW, its sign flipped by HIGH: -(x h)
- * = x (-h) exactly), so the vector forms give the C form's bits. */
+/* The vector forms: 16 (AVX-512) or 8 (AVX2) outputs jl of one 16-column group per vector,
+ * with the C form's bits, in 3/8 of its additions. Write k = 16 kh + kl and
+ * j = 16 jh + jl, kh = 4 a + b and jh = 4 c + d (base-4 digits). H256[k][j] is LOW[kl][jl]
+ * with its sign flipped where NEG1(b, d) ^ NEG1(a, c). Within the first K-block (a = 0, 1) and
+ * within the second (a = 2, 3), for fixed a, the flip NEG1(a, c) is the same for every k: over
+ * those 64 k the sum of output (c, d) is the sum Q_d with signs NEG1(b, d) only, negated
+ * where NEG1(a, c). Exactly, in fp32: negating every term of a sum in order from +0 negates
+ * each partial sum except a zero one, which stays +0 — so the value is neg0(Q) = 0 - Q, never
+ * -Q (sums from +0 never reach -0, 0 - v maps them to themselves, and neg0(neg0(v)) = v).
+ * So per block: 4 sums Q_d over its first 64 k; then for its second 64 k, 8 sums
+ * R_{g,d} = neg0^g(Q_d) continued with the same signs NEG1(b, d), g = NEG1(a0, c) ^ NEG1(a1, c)
+ * telling which outputs carry neg0; output (c, d) of the block is neg0^NEG1(a1, c)(R_{g,d}).
+ * Last, as the C form, the two block sums added. Each partial sum of each output is the C
+ * form's (same terms x[k] * LOW[kl][jl], exact, sign flips exact, same order from +0) or its
+ * neg0, so every output has the C form's bits (NaN sign and payload aside, from non-finite
+ * inputs). Additions per 256 outputs: 2 x (4 + 8) x 64 x 16 instead of 256 x 256. */
 #if CPU_HAVE_X86
+/* x[k] * LOW[kl], the 16 outputs jl of a 16-group */
+#define AVX512_TERM(x, kl) _mm512_mul_ps(_mm512_set1_ps(x), _mm512_loadu_ps(LOW[kl]))
+/* acc (+ or -)= t by the sign NEG1(b, d) (b, d compile-time constants once unrolled) */
+#define ADD_SIGNED512(acc, t, neg) ((neg) ? _mm512_sub_ps(acc, t) : _mm512_add_ps(acc, t))
+
 CPU_TARGET_AVX512 static void hadamard_torch_avx512(const float *x, float *y) {
-    __m512 sum[16], acc[16];
-    for (int jb = 0; jb < 16; jb++)
-        sum[jb] = _mm512_setzero_ps();
-    for (int k0 = 0; k0 < CLEF_CONVROT_GROUP; k0 += TORCH_KC) {
-        for (int jb = 0; jb < 16; jb++)
-            acc[jb] = _mm512_setzero_ps();
-        for (int k = k0; k < k0 + TORCH_KC; k++) {
-            const __m512i p =
-                _mm512_castps_si512(_mm512_mul_ps(_mm512_set1_ps(x[k]), _mm512_loadu_ps(LOW[k & 15])));
-            const uint32_t *high = HIGH[k >> 4];
-            for (int jb = 0; jb < 16; jb++)
-                acc[jb] = _mm512_add_ps(
-                    acc[jb], _mm512_castsi512_ps(_mm512_xor_si512(p, _mm512_set1_epi32((int)high[jb]))));
+    const __m512 zero = _mm512_setzero_ps();
+    __m512 q[2][4], r[2][2][4]; /* [block][d], [block][g][d] */
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++)
+        q[i >> 2][i & 3] = zero;
+    /* first 64 k of both blocks (k = 128 B + 16 b + kl), the blocks interleaved: 8 chains */
+#pragma GCC unroll 4
+    for (int b = 0; b < 4; b++) {
+#pragma GCC unroll 1
+        for (int kl = 0; kl < 16; kl++) {
+            const __m512 t0 = AVX512_TERM(x[16 * b + kl], kl);
+            const __m512 t1 = AVX512_TERM(x[128 + 16 * b + kl], kl);
+#pragma GCC unroll 4
+            for (int d = 0; d < 4; d++) {
+                q[0][d] = ADD_SIGNED512(q[0][d], t0, b + d == 3);
+                q[1][d] = ADD_SIGNED512(q[1][d], t1, b + d == 3);
+            }
         }
-        for (int jb = 0; jb < 16; jb++)
-            sum[jb] = _mm512_add_ps(sum[jb], acc[jb]);
     }
-    for (int jb = 0; jb < 16; jb++)
-        _mm512_storeu_ps(y + 16 * jb, sum[jb]);
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        r[i >> 2][0][i & 3] = q[i >> 2][i & 3];
+        r[i >> 2][1][i & 3] = _mm512_sub_ps(zero, q[i >> 2][i & 3]);
+    }
+    /* last 64 k of both blocks (k = 128 B + 64 + 16 b + kl): 16 chains */
+#pragma GCC unroll 4
+    for (int b = 0; b < 4; b++) {
+#pragma GCC unroll 1
+        for (int kl = 0; kl < 16; kl++) {
+            const __m512 t0 = AVX512_TERM(x[64 + 16 * b + kl], kl);
+            const __m512 t1 = AVX512_TERM(x[192 + 16 * b + kl], kl);
+#pragma GCC unroll 4
+            for (int d = 0; d < 4; d++) {
+                r[0][0][d] = ADD_SIGNED512(r[0][0][d], t0, b + d == 3);
+                r[0][1][d] = ADD_SIGNED512(r[0][1][d], t0, b + d == 3);
+                r[1][0][d] = ADD_SIGNED512(r[1][0][d], t1, b + d == 3);
+                r[1][1][d] = ADD_SIGNED512(r[1][1][d], t1, b + d == 3);
+            }
+        }
+    }
+    /* output group jh = 4 c + d: block B's sum is neg0^NEG1(2B + 1, c)(R_{g,d}),
+     * g = NEG1(2B, c) ^ NEG1(2B + 1, c); then the C form's sum0 + sum1 */
+#pragma GCC unroll 16
+    for (int jh = 0; jh < 16; jh++) {
+        const int c = jh >> 2, d = jh & 3;
+        __m512 s[2];
+#pragma GCC unroll 2
+        for (int B = 0; B < 2; B++) {
+            const int g = (2 * B + c == 3) ^ (2 * B + 1 + c == 3);
+            s[B] = r[B][g][d];
+            if (2 * B + 1 + c == 3)
+                s[B] = _mm512_sub_ps(zero, s[B]);
+        }
+        _mm512_storeu_ps(y + 16 * jh, _mm512_add_ps(s[0], s[1]));
+    }
 }
 
-/* AVX2: four passes over k, each for 64 outputs (8 ymm sums). */
+/* AVX2: the same per half of the 16 outputs jl (8 lanes), one block at a time (the first
+ * block's 8 sums wait in memory for the second's). */
+#define AVX2_TERM(x, kl, h) _mm256_mul_ps(_mm256_set1_ps(x), _mm256_loadu_ps(LOW[kl] + 8 * (h)))
+#define ADD_SIGNED256(acc, t, neg) ((neg) ? _mm256_sub_ps(acc, t) : _mm256_add_ps(acc, t))
+
 CPU_TARGET_AVX2 static void hadamard_torch_avx2(const float *x, float *y) {
-    for (int pass = 0; pass < 4; pass++) {
-        __m256 sum[8], acc[8];
-        for (int i = 0; i < 8; i++)
-            sum[i] = _mm256_setzero_ps();
-        for (int k0 = 0; k0 < CLEF_CONVROT_GROUP; k0 += TORCH_KC) {
-            for (int i = 0; i < 8; i++)
-                acc[i] = _mm256_setzero_ps();
-            for (int k = k0; k < k0 + TORCH_KC; k++) {
-                const __m256 xk = _mm256_set1_ps(x[k]);
-                const __m256i p[2] = {
-                    _mm256_castps_si256(_mm256_mul_ps(xk, _mm256_loadu_ps(LOW[k & 15]))),
-                    _mm256_castps_si256(_mm256_mul_ps(xk, _mm256_loadu_ps(LOW[k & 15] + 8)))};
-                const uint32_t *high = HIGH[k >> 4] + 4 * pass;
-                for (int i = 0; i < 8; i++)
-                    acc[i] = _mm256_add_ps(acc[i], _mm256_castsi256_ps(_mm256_xor_si256(
-                                                       p[i & 1], _mm256_set1_epi32((int)high[i >> 1]))));
+    const __m256 zero = _mm256_setzero_ps();
+    for (int h = 0; h < 2; h++) {
+        __m256 sums[2][2][4]; /* [block][g][d] */
+        for (int B = 0; B < 2; B++) {
+            const float *xb = x + 128 * B;
+            __m256 q[4] = {zero, zero, zero, zero}, r[2][4];
+#pragma GCC unroll 4
+            for (int b = 0; b < 4; b++)
+#pragma GCC unroll 1
+                for (int kl = 0; kl < 16; kl++) {
+                    const __m256 t = AVX2_TERM(xb[16 * b + kl], kl, h);
+#pragma GCC unroll 4
+                    for (int d = 0; d < 4; d++)
+                        q[d] = ADD_SIGNED256(q[d], t, b + d == 3);
+                }
+#pragma GCC unroll 4
+            for (int d = 0; d < 4; d++) {
+                r[0][d] = q[d];
+                r[1][d] = _mm256_sub_ps(zero, q[d]);
             }
-            for (int i = 0; i < 8; i++)
-                sum[i] = _mm256_add_ps(sum[i], acc[i]);
+#pragma GCC unroll 4
+            for (int b = 0; b < 4; b++)
+#pragma GCC unroll 1
+                for (int kl = 0; kl < 16; kl++) {
+                    const __m256 t = AVX2_TERM(xb[64 + 16 * b + kl], kl, h);
+#pragma GCC unroll 4
+                    for (int d = 0; d < 4; d++) {
+                        r[0][d] = ADD_SIGNED256(r[0][d], t, b + d == 3);
+                        r[1][d] = ADD_SIGNED256(r[1][d], t, b + d == 3);
+                    }
+                }
+#pragma GCC unroll 4
+            for (int d = 0; d < 4; d++)
+                sums[B][0][d] = r[0][d], sums[B][1][d] = r[1][d];
         }
-        for (int i = 0; i < 8; i++)
-            _mm256_storeu_ps(y + 64 * pass + 8 * i, sum[i]);
+#pragma GCC unroll 16
+        for (int jh = 0; jh < 16; jh++) {
+            const int c = jh >> 2, d = jh & 3;
+            __m256 s[2];
+#pragma GCC unroll 2
+            for (int B = 0; B < 2; B++) {
+                const int g = (2 * B + c == 3) ^ (2 * B + 1 + c == 3);
+                s[B] = sums[B][g][d];
+                if (2 * B + 1 + c == 3)
+                    s[B] = _mm256_sub_ps(zero, s[B]);
+            }
+            _mm256_storeu_ps(y + 16 * jh + 8 * h, _mm256_add_ps(s[0], s[1]));
+        }
     }
 }
 #endif

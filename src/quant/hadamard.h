@@ -23,8 +23,9 @@ void clef_fht256_f32(float *x);
  * exact (H = +-1/16) and torch's MKL sgemm sums them in two K-blocks of 128, each in order
  * from zero, then adds the two block sums — an order found against the library's own
  * results (tests/quant) that differs from the butterfly's in the last fp32 bit now and then.
- * 256 x 256 multiplies and adds, vectorized over the outputs (the same bits on every
- * instruction-set level): the CPU backend's INT8 quantizer rotates with it. */
+ * The C form spends 256 x 256 multiplies and adds; the vector forms (AVX-512, AVX2) give its
+ * bits with 3/8 of the adds, sharing partial sums between outputs whose signs agree
+ * (hadamard.c). The CPU backend's INT8 quantizer rotates with it. */
 void clef_hadamard256_torch_f32(const float *x, float *y);
 
 /* Every 256-wide group of x[n] (n a multiple of 256), rotated in place, fp32. */

@@ -1,6 +1,6 @@
 /*
- * quant_matmul.c — CPU matmul kernels of the quantized formats over a range of output
- * features; see quant_matmul.h for the arithmetic each one keeps.
+ * quant_matmul.c — CPU matmul kernels of NF4 and FP8 over a range of output features; see
+ * quant_matmul.h for the arithmetic each one keeps (INT8 ConvRot's: int8_matmul.c).
  *
  * NF4 and FP8 share one shape. A thread's weight rows are decoded QMM_PANEL_ROWS at a time
  * into a row-major fp32 panel (panel[j * K + k] = W[n + j, k]; NF4 decodes 32 codes per
@@ -21,11 +21,8 @@
 #include "backend/cpu/cpu_isa.h"
 #include "core/numeric.h"
 #include "quant/fp8.h"
-#include "quant/hadamard.h"
-#include "quant/int8_convrot.h"
 
 #include <math.h>
-#include <string.h>
 
 #if CPU_HAVE_X86
 #include <immintrin.h>
@@ -360,164 +357,4 @@ void clef_fp8_matmul_rows_qdq(const uint8_t *qw, const float *sw, int64_t K, int
                               int64_t n1, int64_t T, const float *xp, const float *bias,
                               float *y, int64_t ldy, int accumulate, float *panel) {
     fp8_matmul_rows(qw, sw, K, n0, n1, T, xp, NULL, bias, y, ldy, accumulate, panel, 1);
-}
-
-void clef_convrot_quantize_tokens_fast(const float *x, int64_t ldx, int64_t T, int64_t K,
-                                       int8_t *qx, float *sx, float *rot) {
-    for (int64_t t = 0; t < T; t++) {
-        memcpy(rot, x + t * ldx, (size_t)K * sizeof *rot);
-        clef_fht256_groups_f32(rot, K);
-        float amax = 0.0f;
-        for (int64_t k = 0; k < K; k++)
-            amax = fmaxf(amax, fabsf(rot[k]));
-        float s = fmaxf(amax / 127.0f, 1e-30f);
-        sx[t] = s;
-        for (int64_t k = 0; k < K; k++) {
-            float v = fminf(fmaxf(rintf(rot[k] / s), -128.0f), 127.0f);
-            qx[t * K + k] = (int8_t)v;
-        }
-    }
-}
-
-/* int32 dot products are exact in any order: the C loop below and the AVX2 / AVX-512 tiles
- * give the same bits. */
-static inline __attribute__((always_inline)) void
-int8_rows(const int8_t *qw, const float *sw, int64_t K, int64_t n0, int64_t n1, int64_t T,
-          const int8_t *qx, const float *sx, const float *bias, float *y, int64_t ldy,
-          int accumulate) {
-    for (int64_t t = 0; t < T; t++) {
-        const int8_t *xt = qx + t * K;
-        for (int64_t n = n0; n < n1; n++) {
-            const int8_t *wn = qw + n * K;
-            int32_t acc = 0; /* exact: |acc| <= K * 128 * 128 */
-            for (int64_t k = 0; k < K; k++)
-                acc += (int32_t)xt[k] * (int32_t)wn[k];
-            float v = (float)acc * (sx[t] * sw[n]);
-            if (bias)
-                v += bias[n];
-            float *dst = y + t * ldy + n;
-            *dst = accumulate ? *dst + v : v;
-        }
-    }
-}
-
-#define INT8_ROWS_ARGS                                                                         \
-    const int8_t *qw, const float *sw, int64_t K, int64_t n0, int64_t n1, int64_t T,           \
-        const int8_t *qx, const float *sx, const float *bias, float *y, int64_t ldy,           \
-        int accumulate
-#define INT8_ROWS_CALL qw, sw, K, n0, n1, T, qx, sx, bias, y, ldy, accumulate
-
-#if CPU_HAVE_X86
-CPU_TARGET_AVX2 static inline int32_t hsum_epi32_avx2(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
-}
-
-/* AVX2: tiles of 2 tokens x 4 rows, 16 k per step, as the AVX-512 tiles below (vpmaddwd on
- * int16-widened codes, exact int32 sums in any order); the rest through the C loop. */
-CPU_TARGET_AVX2 static void int8_rows_avx2(INT8_ROWS_ARGS) {
-    if (K % 16) {
-        int8_rows(INT8_ROWS_CALL);
-        return;
-    }
-    const int64_t t_tiles = T / 2 * 2, n_tiles = n0 + (n1 - n0) / 4 * 4;
-    for (int64_t t = 0; t < t_tiles; t += 2) {
-        for (int64_t n = n0; n < n_tiles; n += 4) {
-            __m256i acc[2][4];
-            for (int i = 0; i < 2; i++)
-                for (int r = 0; r < 4; r++)
-                    acc[i][r] = _mm256_setzero_si256();
-            for (int64_t k = 0; k < K; k += 16) {
-                __m256i xv[2], wv[4];
-                for (int i = 0; i < 2; i++)
-                    xv[i] = _mm256_cvtepi8_epi16(
-                        _mm_loadu_si128((const __m128i *)(const void *)(qx + (t + i) * K + k)));
-                for (int r = 0; r < 4; r++)
-                    wv[r] = _mm256_cvtepi8_epi16(
-                        _mm_loadu_si128((const __m128i *)(const void *)(qw + (n + r) * K + k)));
-                for (int i = 0; i < 2; i++)
-                    for (int r = 0; r < 4; r++)
-                        acc[i][r] = _mm256_add_epi32(acc[i][r], _mm256_madd_epi16(xv[i], wv[r]));
-            }
-            for (int i = 0; i < 2; i++)
-                for (int r = 0; r < 4; r++) {
-                    float v = (float)hsum_epi32_avx2(acc[i][r]) * (sx[t + i] * sw[n + r]);
-                    if (bias)
-                        v += bias[n + r];
-                    float *dst = y + (t + i) * ldy + n + r;
-                    *dst = accumulate ? *dst + v : v;
-                }
-        }
-        if (n_tiles < n1) /* the last rows of these tokens */
-            int8_rows(qw, sw, K, n_tiles, n1, 2, qx + t * K, sx + t, bias, y + t * ldy, ldy,
-                      accumulate);
-    }
-    if (t_tiles < T) /* the last token */
-        int8_rows(qw, sw, K, n0, n1, T - t_tiles, qx + t_tiles * K, sx + t_tiles, bias,
-                  y + t_tiles * ldy, ldy, accumulate);
-}
-
-/* AVX-512: tiles of 4 tokens x 4 rows, 32 k per step: codes widened to int16, pairs of
- * products summed into int32 lanes (vpmaddwd: exact, |pair| <= 2 * 128 * 128), lanes summed
- * at the end; then the same epilogue. Tokens and rows past the last whole tile, and K not a
- * multiple of 32, take the C loop. */
-CPU_TARGET_AVX512 static void int8_rows_avx512(INT8_ROWS_ARGS) {
-    if (K % 32) {
-        int8_rows(INT8_ROWS_CALL);
-        return;
-    }
-    const int64_t t_tiles = T / 4 * 4, n_tiles = n0 + (n1 - n0) / 4 * 4;
-    for (int64_t t = 0; t < t_tiles; t += 4) {
-        for (int64_t n = n0; n < n_tiles; n += 4) {
-            __m512i acc[4][4];
-            for (int i = 0; i < 4; i++)
-                for (int r = 0; r < 4; r++)
-                    acc[i][r] = _mm512_setzero_si512();
-            for (int64_t k = 0; k < K; k += 32) {
-                __m512i xv[4], wv[4];
-                for (int i = 0; i < 4; i++)
-                    xv[i] = _mm512_cvtepi8_epi16(
-                        _mm256_loadu_si256((const __m256i *)(const void *)(qx + (t + i) * K + k)));
-                for (int r = 0; r < 4; r++)
-                    wv[r] = _mm512_cvtepi8_epi16(
-                        _mm256_loadu_si256((const __m256i *)(const void *)(qw + (n + r) * K + k)));
-                for (int i = 0; i < 4; i++)
-                    for (int r = 0; r < 4; r++)
-                        acc[i][r] = _mm512_add_epi32(acc[i][r], _mm512_madd_epi16(xv[i], wv[r]));
-            }
-            for (int i = 0; i < 4; i++)
-                for (int r = 0; r < 4; r++) {
-                    const int32_t dot = _mm512_reduce_add_epi32(acc[i][r]);
-                    float v = (float)dot * (sx[t + i] * sw[n + r]);
-                    if (bias)
-                        v += bias[n + r];
-                    float *dst = y + (t + i) * ldy + n + r;
-                    *dst = accumulate ? *dst + v : v;
-                }
-        }
-        if (n_tiles < n1) /* the last rows of these tokens */
-            int8_rows(qw, sw, K, n_tiles, n1, 4, qx + t * K, sx + t, bias, y + t * ldy, ldy,
-                      accumulate);
-    }
-    if (t_tiles < T) /* the last tokens */
-        int8_rows(qw, sw, K, n0, n1, T - t_tiles, qx + t_tiles * K, sx + t_tiles, bias,
-                  y + t_tiles * ldy, ldy, accumulate);
-}
-#endif
-
-void clef_int8_matmul_rows(INT8_ROWS_ARGS) {
-#if CPU_HAVE_X86
-    const cpu_isa isa = cpu_isa_active();
-    if (isa == CPU_ISA_AVX512) {
-        int8_rows_avx512(INT8_ROWS_CALL);
-        return;
-    }
-    if (isa == CPU_ISA_AVX2) {
-        int8_rows_avx2(INT8_ROWS_CALL);
-        return;
-    }
-#endif
-    int8_rows(INT8_ROWS_CALL);
 }

@@ -16,10 +16,11 @@
  *       by s_t * s_w: the same bits as clef_fp8_gemm_ref. Or QDQ, compressed-tensors' own
  *       forward in an fp32 model: fp32(q_x * s_t) times fp32(q_w * s_w), fmaf chains: the
  *       same bits as clef_fp8_gemm_qdq_ref with fp32 activations.
- * INT8  ConvRot: the activations are rotated and quantized once per call
- *       (clef_convrot_quantize_tokens_fast: the butterfly, which may differ from the
- *       library's dense rotation in the last fp32 bit of a rotated value), int32 dot products
- *       (exact, any order), epilogue float(acc) * (s_t * s_w) as comfy-kitchen.
+ * INT8  ConvRot: the activations are rotated and quantized once per call (the CPU backend:
+ *       clef_convrot_quantize_tokens, torch's order; or clef_convrot_quantize_tokens_fast:
+ *       the butterfly, which may differ from the library's dense rotation in the last fp32 bit
+ *       of a rotated value), int32 dot products (exact, any order: vpdpbusd where the CPU has
+ *       VNNI, int8_matmul.c), epilogue float(acc) * (s_t * s_w) as comfy-kitchen.
  *
  * NF4 and FP8 read the activations PACKED once per call (clef_qmm_pack_f32 /
  * clef_qmm_pack_fp8): blocks of CLEF_QMM_TB tokens, k-major inside a block
@@ -27,7 +28,7 @@
  * vector kernels hold TB tokens of one k in a register and each output stays one chain over
  * k. Packing is split between threads by token blocks [b0, b1).
  *
- * The vector paths (AVX-512, AVX2 + FMA) are chosen per call by the CPU backend's ISA
+ * The vector paths (AVX-512, AVX2 + FMA; INT8 also AVX-512 VNNI / AVX-VNNI) are chosen per call by the CPU backend's ISA
  * dispatch (backend/cpu/cpu_isa.h; CLEF_CPU_ISA caps it); every path gives the same bits.
  * Rows n0..n1 are the matrix's own (y columns and bias entries n0..n1); weight and scale
  * pointers point at the matrix's first row, except NF4's packed data, which points at the
@@ -82,9 +83,38 @@ void clef_fp8_matmul_rows_qdq(const uint8_t *qw, const float *sw, int64_t K, int
 void clef_convrot_quantize_tokens_fast(const float *x, int64_t ldx, int64_t T, int64_t K,
                                        int8_t *qx, float *sx, float *rot);
 
-/* qx [T, K] and sx [T] from clef_convrot_quantize_tokens_fast; qw [rows, K] int8, sw [rows]. */
+/* qx [T, K] and sx [T] from a ConvRot quantizer; qw [rows, K] int8, sw [rows]; K < 131072.
+ * scratch: clef_int8_matmul_scratch_bytes(T_max >= T, K) bytes of the calling thread's own
+ * (any alignment), for the VNNI kernels (a packed weight panel and the tokens' code sums);
+ * without it (clef_int8_matmul_rows) the level's vpmaddwd kernel runs. Same bits either way. */
+void clef_int8_matmul_rows_ws(const int8_t *qw, const float *sw, int64_t K, int64_t n0,
+                              int64_t n1, int64_t T, const int8_t *qx, const float *sx,
+                              const float *bias, float *y, int64_t ldy, int accumulate,
+                              void *scratch);
 void clef_int8_matmul_rows(const int8_t *qw, const float *sw, int64_t K, int64_t n0, int64_t n1,
                            int64_t T, const int8_t *qx, const float *sx, const float *bias,
                            float *y, int64_t ldy, int accumulate);
+size_t clef_int8_matmul_scratch_bytes(int64_t T, int64_t K);
+
+/* The INT8 kernels (int8_matmul.c), for tests and benches that run each one the CPU has. */
+typedef enum clef_int8_kernel {
+    CLEF_INT8_KERNEL_C,
+    CLEF_INT8_KERNEL_AVX2,        /* vpmaddwd on int16-widened codes, ymm */
+    CLEF_INT8_KERNEL_AVXVNNI,     /* vpdpbusd, ymm (AVX-VNNI) */
+    CLEF_INT8_KERNEL_AVX512,      /* vpmaddwd, zmm */
+    CLEF_INT8_KERNEL_AVX512VNNI,  /* vpdpbusd, zmm (AVX-512 VNNI) */
+    CLEF_INT8_KERNEL_COUNT
+} clef_int8_kernel;
+const char *clef_int8_kernel_name(clef_int8_kernel k);
+/* 1 if k may run here (the CPU and the build have it, CLEF_CPU_ISA permits it). */
+int clef_int8_kernel_supported(clef_int8_kernel k);
+/* What clef_int8_matmul_rows_ws runs now: the CPU backend's level and its VNNI extension. */
+clef_int8_kernel clef_int8_kernel_active(void);
+/* clef_int8_matmul_rows_ws on kernel k (one not supported here runs the C loop; a VNNI one
+ * without scratch, or with K not a multiple of 4, its level's vpmaddwd kernel). */
+void clef_int8_matmul_rows_kernel(clef_int8_kernel k, const int8_t *qw, const float *sw,
+                                  int64_t K, int64_t n0, int64_t n1, int64_t T, const int8_t *qx,
+                                  const float *sx, const float *bias, float *y, int64_t ldy,
+                                  int accumulate, void *scratch);
 
 #endif /* CLEF_QUANT_MATMUL_H */

@@ -6,7 +6,8 @@
  *    double result only by fp32 accumulation error, |err| <= gamma_256 sum |x| / 16; and bit
  *    for bit the order hadamard.h states (two K-blocks of 128 summed in order from zero,
  *    then added), spelled out here one output at a time, on every instruction-set level the
- *    machine has (the kernel is vectorized over its outputs);
+ *    machine has (the vector forms share partial sums between outputs, hadamard.c), on 200
+ *    seeded rows and on rows whose partial sums cancel to zero (the sign of a zero);
  *  - the butterfly (clef_fht256_f32) against the same double product: an output is built by
  *    4 stages of 3 fp32 additions (the halvings are exact), and every intermediate is a signed
  *    sum of inputs times 2^-stage, so |intermediate| <= sum |x| and |err| <= gamma_12 sum |x|;
@@ -76,6 +77,37 @@ static void check_torch_order(unsigned seed) {
     }
 }
 
+/* Rows whose partial sums hit exact zeros, where the sign of a zero depends on the order of the
+ * operations: all +0, all -0, a row of H256 (every other output's sums cancel to zero exactly),
+ * small integers, +-0 mixed with values, a constant row; each must give torch's order's bits
+ * (zeros' signs included) on every level. */
+static void check_torch_order_zeros(void) {
+    float rows[8][256], want[256], got[256];
+    for (int k = 0; k < 256; k++) {
+        rows[0][k] = 0.0f;
+        rows[1][k] = -0.0f;
+        rows[2][k] = (float)(16.0 * h256(k, 37));
+        rows[3][k] = (float)(16.0 * h256(k, 200) + 16.0 * h256(k, 3));
+        rows[4][k] = (float)((k * 7) % 5 - 2);
+        rows[5][k] = k % 3 == 0 ? -0.0f : k % 3 == 1 ? 0.25f : -0.25f;
+        rows[6][k] = 1.0f;
+        rows[7][k] = k < 128 ? 3.0f : -0.0f;
+    }
+    for (int i = 0; i < 8; i++) {
+        torch_order(rows[i], want);
+        for (int level = CPU_ISA_SCALAR; level <= (int)cpu_isa_best(); level++) {
+            cpu_isa saved = cpu_isa_set_limit((cpu_isa)level);
+            clef_hadamard256_torch_f32(rows[i], got);
+            int differ = 0;
+            for (int j = 0; j < 256; j++)
+                differ += memcmp(&want[j], &got[j], sizeof(float)) != 0;
+            CHECK_MSG(differ == 0, "zero-sum row %d, %s: dense rotation differs from torch's order in %d",
+                      i, cpu_isa_name(cpu_isa_active()), differ);
+            cpu_isa_set_limit(saved);
+        }
+    }
+}
+
 static void check_rotation(unsigned seed) {
     srand(seed);
     float x[256], dense[256], fly[256], twice[256];
@@ -138,6 +170,9 @@ int main(void) {
         check_rotation(seed);
         check_torch_order(seed);
     }
+    for (unsigned seed = 21; seed <= 200; seed++)
+        check_torch_order(seed);
+    check_torch_order_zeros();
     check_fp8_encode();
     return test_summary();
 }

@@ -114,7 +114,6 @@ static void check_linear(const qf_case *c, const char *name, const qf_linear *w,
         CHECK_MSG(far == 0 && scale_off == 0,
                   "%s: butterfly quantizer: %d codes moved (%d by more than 1), %d scales off",
                   name, moved, far, scale_off);
-        clef_int8_gemm_ref(w->data, w->scale, N, K, qi, sx, T, ref);
     }
     if (c->precision == QF_NF4) {
         clef_qmm_pack_f32(x, ldx, T, K, 0, blocks, xp);
@@ -129,15 +128,31 @@ static void check_linear(const qf_case *c, const char *name, const qf_linear *w,
                       "%s: packing's activation scales differ from clef_fp8_quantize_tokens", name);
         }
     }
+    int8_t *qi_level = malloc((size_t)(T * K));
+    float *sx_level = malloc(sizeof(float) * (size_t)T);
+    void *i8_scratch = malloc(clef_int8_matmul_scratch_bytes(T, K));
+    if (c->precision == QF_INT8) { /* the reference quantizer: the C form */
+        cpu_isa saved = cpu_isa_set_limit(CPU_ISA_SCALAR);
+        clef_convrot_quantize_tokens(x, ldx, T, K, CLEF_QUANT_ACT_F32, qi, sx, rot);
+        cpu_isa_set_limit(saved);
+        clef_int8_gemm_ref(w->data, w->scale, N, K, qi, sx, T, ref);
+    }
     const cpu_isa best = cpu_isa_best();
     for (int level = CPU_ISA_SCALAR; level <= (int)best; level++) {
         cpu_isa saved = cpu_isa_set_limit((cpu_isa)level);
-        for (int variant = 0; variant < (c->precision == QF_FP8 ? 4 : 2); variant++) {
+        if (c->precision == QF_INT8) { /* the quantizer's vector forms: the C form's bits */
+            clef_convrot_quantize_tokens(x, ldx, T, K, CLEF_QUANT_ACT_F32, qi_level, sx_level, rot);
+            CHECK_MSG(memcmp(qi_level, qi, (size_t)(T * K)) == 0 &&
+                          memcmp(sx_level, sx, sizeof(float) * (size_t)T) == 0,
+                      "%s %s: quantizer differs at %s", c->name, name, cpu_isa_name(cpu_isa_active()));
+        }
+        /* variants: accumulate (bit 0); FP8 QDQ, INT8 without scratch (bit 1) */
+        for (int variant = 0; variant < (c->precision == QF_NF4 ? 2 : 4); variant++) {
             int accumulate = variant & 1, qdq = variant >> 1;
             memcpy(y, y0, sizeof(float) * (size_t)(T * ldy));
             for (int part = 0; part < 2; part++) {
                 int64_t n0 = part ? mid : 0, n1 = part ? N : mid;
-                if (qdq)
+                if (qdq && c->precision == QF_FP8)
                     clef_fp8_matmul_rows_qdq(w->data, w->scale, K, n0, n1, T, xp_qdq, bias, y,
                                              ldy, accumulate, panel);
                 else if (c->precision == QF_NF4)
@@ -146,11 +161,14 @@ static void check_linear(const qf_case *c, const char *name, const qf_linear *w,
                 else if (c->precision == QF_FP8)
                     clef_fp8_matmul_rows(w->data, w->scale, K, n0, n1, T, xp, sx, bias, y, ldy,
                                          accumulate, panel);
-                else
+                else if (qdq) /* INT8: the level's vpmaddwd kernel (no scratch) */
                     clef_int8_matmul_rows(w->data, w->scale, K, n0, n1, T, qi, sx, bias, y, ldy,
                                           accumulate);
+                else /* INT8: the level's VNNI kernel where the CPU has it */
+                    clef_int8_matmul_rows_ws(w->data, w->scale, K, n0, n1, T, qi, sx, bias, y,
+                                             ldy, accumulate, i8_scratch);
             }
-            int bad = compare(qdq ? ref_qdq : ref, bias, y0, y, T, N, ldy, accumulate);
+            int bad = compare(qdq && c->precision == QF_FP8 ? ref_qdq : ref, bias, y0, y, T, N, ldy, accumulate);
             CHECK_MSG(bad == 0,
                       "%s %s T=%lld %s accumulate=%d qdq=%d: %d outputs differ from the reference",
                       c->name, name, (long long)T, cpu_isa_name(cpu_isa_active()), accumulate,
@@ -166,7 +184,8 @@ static void check_linear(const qf_case *c, const char *name, const qf_linear *w,
     }
     free(x), free(xd), free(bias), free(y0), free(y), free(ref), free(ref_qdq), free(panel);
     free(q8), free(qi), free(qi_fast), free(sx), free(sx_fast), free(rot);
-    free(xp), free(xp_qdq), free(sx_pack), free(qrow);
+    free(xp), free(xp_qdq), free(sx_pack), free(qrow), free(qi_level), free(sx_level);
+    free(i8_scratch);
 }
 
 static void check_precision(qf_precision p) {
@@ -195,7 +214,98 @@ static void check_precision(qf_precision p) {
     qf_close(&c);
 }
 
+/* Every INT8 kernel the machine has (C, AVX2, AVX-VNNI, AVX-512, AVX-512 VNNI) against
+ * clef_int8_gemm_ref bit for bit on seeded shapes the fixtures lack: T from 1 to 40 (partial
+ * 6- and 12-token tiles), N not a multiple of 8 or 16 (partial row vectors) and row ranges
+ * starting anywhere, K multiples of 256 up to 3,584 and small K (a multiple of 4, and not:
+ * the VNNI kernels' fallback), codes at the extremes (-128 x -128 on whole rows: the largest
+ * dot products), bias and accumulate. */
+static void check_int8_shapes(void) {
+    static const int64_t Ks[] = {256, 512, 1280, 3584, 4, 36, 100, 30};
+    static const int64_t Ns[] = {1, 7, 16, 33, 50};
+    static const int64_t Ts[] = {1, 5, 6, 12, 13, 40};
+    void *scratch = malloc(clef_int8_matmul_scratch_bytes(40, 3584));
+    int cases = 0;
+    for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++)
+        for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
+            for (size_t ti = 0; ti < sizeof Ts / sizeof *Ts; ti++) {
+                const int64_t K = Ks[ki], N = Ns[ni], T = Ts[ti], ldy = N + PAD;
+                int8_t *qw = malloc((size_t)(N * K)), *qx = malloc((size_t)(T * K));
+                float *sw = malloc(sizeof(float) * (size_t)N), *sx = malloc(sizeof(float) * (size_t)T);
+                float *bias = malloc(sizeof(float) * (size_t)N), *ref = malloc(sizeof(float) * (size_t)(T * N));
+                float *y0 = malloc(sizeof(float) * (size_t)(T * ldy)), *y = malloc(sizeof(float) * (size_t)(T * ldy));
+                for (int64_t i = 0; i < N * K; i++) /* row 0: all -128 */
+                    qw[i] = i < K ? -128 : (int8_t)(lcg_normalish() * 120.0f);
+                for (int64_t i = 0; i < T * K; i++) /* token 0: all -128, token 1: all 127 */
+                    qx[i] = i < K ? -128 : i < 2 * K ? 127 : (int8_t)(lcg_normalish() * 120.0f);
+                for (int64_t n = 0; n < N; n++)
+                    sw[n] = 1e-3f * (1.0f + fabsf(lcg_normalish())), bias[n] = lcg_normalish();
+                for (int64_t t = 0; t < T; t++)
+                    sx[t] = 1e-2f * (1.0f + fabsf(lcg_normalish()));
+                for (int64_t i = 0; i < T * ldy; i++)
+                    y0[i] = lcg_normalish();
+                clef_int8_gemm_ref(qw, sw, N, K, qx, sx, T, ref);
+                const int64_t mid = N / 3 + (int64_t)(ki % 2); /* two ranges, any split */
+                for (int k = 0; k < CLEF_INT8_KERNEL_COUNT; k++) {
+                    if (!clef_int8_kernel_supported((clef_int8_kernel)k))
+                        continue;
+                    for (int accumulate = 0; accumulate < 2; accumulate++) {
+                        memcpy(y, y0, sizeof(float) * (size_t)(T * ldy));
+                        clef_int8_matmul_rows_kernel((clef_int8_kernel)k, qw, sw, K, 0, mid, T, qx,
+                                                     sx, bias, y, ldy, accumulate, scratch);
+                        clef_int8_matmul_rows_kernel((clef_int8_kernel)k, qw, sw, K, mid, N, T, qx,
+                                                     sx, bias, y, ldy, accumulate, scratch);
+                        int bad = compare(ref, bias, y0, y, T, N, ldy, accumulate), touched = 0;
+                        for (int64_t t = 0; t < T; t++)
+                            for (int64_t p = N; p < ldy; p++)
+                                touched += memcmp(&y[t * ldy + p], &y0[t * ldy + p], sizeof(float)) != 0;
+                        CHECK_MSG(bad == 0 && touched == 0,
+                                  "int8 %s N=%lld K=%lld T=%lld accumulate=%d: %d outputs differ "
+                                  "from clef_int8_gemm_ref, %d padding values written",
+                                  clef_int8_kernel_name((clef_int8_kernel)k), (long long)N,
+                                  (long long)K, (long long)T, accumulate, bad, touched);
+                        cases++;
+                    }
+                }
+                free(qw), free(qx), free(sw), free(sx), free(bias), free(ref), free(y0), free(y);
+            }
+    printf("int8 kernels:");
+    for (int k = 0; k < CLEF_INT8_KERNEL_COUNT; k++)
+        if (clef_int8_kernel_supported((clef_int8_kernel)k))
+            printf(" %s", clef_int8_kernel_name((clef_int8_kernel)k));
+    printf(" (active: %s); %d shape cases checked\n", clef_int8_kernel_name(clef_int8_kernel_active()),
+           cases);
+    free(scratch);
+}
+
+/* The INT8 quantizer's vector forms against its C form on rows the fixtures lack: zeros (scale
+ * 1e-30), one spike, subnormal inputs, huge ones, and values at code midpoints. */
+static void check_int8_quantizer_edges(void) {
+    enum { K = 512, T = 6 };
+    static float x[T * K], sx_c[T], sx_v[T], rot[K];
+    static int8_t q_c[T * K], q_v[T * K];
+    for (int k = 0; k < K; k++) {
+        x[0 * K + k] = 0.0f;                                  /* all zero */
+        x[1 * K + k] = k == 77 ? 3.0f : 0.0f;                 /* one spike: +-3/16 everywhere */
+        x[2 * K + k] = lcg_normalish() * 1e-39f;              /* subnormal */
+        x[3 * K + k] = lcg_normalish() * 1e30f;               /* huge */
+        x[4 * K + k] = (float)((k * 37) % 255 - 127) / 16.0f; /* rotated: many exact ties */
+        x[5 * K + k] = k % 2 ? -0.0f : 0.5f;                  /* negative zeros */
+    }
+    cpu_isa saved = cpu_isa_set_limit(CPU_ISA_SCALAR);
+    clef_convrot_quantize_tokens(x, K, T, K, CLEF_QUANT_ACT_F32, q_c, sx_c, rot);
+    for (int level = CPU_ISA_AVX2; level <= (int)cpu_isa_best(); level++) {
+        cpu_isa_set_limit((cpu_isa)level);
+        clef_convrot_quantize_tokens(x, K, T, K, CLEF_QUANT_ACT_F32, q_v, sx_v, rot);
+        CHECK_MSG(memcmp(q_c, q_v, sizeof q_c) == 0 && memcmp(sx_c, sx_v, sizeof sx_c) == 0,
+                  "int8 quantizer edge rows: %s differs from C", cpu_isa_name(cpu_isa_active()));
+    }
+    cpu_isa_set_limit(saved);
+}
+
 int main(void) {
+    check_int8_shapes();
+    check_int8_quantizer_edges();
     check_precision(QF_NF4);
     check_precision(QF_FP8);
     check_precision(QF_INT8);

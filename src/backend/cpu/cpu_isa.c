@@ -76,6 +76,36 @@ cpu_isa cpu_isa_set_limit(cpu_isa cap) {
     return (cpu_isa)atomic_exchange(&isa_limit, (int)cap);
 }
 
+/* cpuid's answer for the extension of a level, with what the build allows (as build_allows) */
+static int probe_vnni(cpu_isa level) {
+#if CPU_HAVE_X86
+    __builtin_cpu_init();
+    if (level == CPU_ISA_AVX512) {
+#if defined(CLEF_CPU_DISPATCH) || defined(__AVX512VNNI__)
+        return __builtin_cpu_supports("avx512vnni") != 0;
+#endif
+    } else if (level == CPU_ISA_AVX2) {
+#if defined(CLEF_CPU_DISPATCH) || defined(__AVXVNNI__)
+        return __builtin_cpu_supports("avxvnni") != 0;
+#endif
+    }
+#endif
+    (void)level;
+    return 0;
+}
+
+int cpu_isa_has_vnni(cpu_isa level) {
+    static atomic_int vnni[3] = {-1, -1, -1}; /* per level; -1: not probed yet */
+    if (level < CPU_ISA_SCALAR || level > CPU_ISA_AVX512 || level > cpu_isa_best())
+        return 0;
+    int v = atomic_load_explicit(&vnni[level], memory_order_relaxed);
+    if (v < 0) {
+        v = probe_vnni(level); /* idempotent, as cpu_isa_best */
+        atomic_store_explicit(&vnni[level], v, memory_order_relaxed);
+    }
+    return v;
+}
+
 const char *cpu_isa_name(cpu_isa isa) {
     switch (isa) {
     case CPU_ISA_AVX512: return "avx512";

@@ -23,6 +23,10 @@ typedef enum cpu_isa { CPU_ISA_SCALAR = 0, CPU_ISA_AVX2 = 1, CPU_ISA_AVX512 = 2 
 #define CPU_HAVE_X86 1
 #define CPU_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define CPU_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma")))
+/* the int8 dot-product extensions of the two levels (cpu_isa_has_vnni) */
+#define CPU_TARGET_AVX512VNNI                                                                  \
+    __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx512vnni,avx2,fma")))
+#define CPU_TARGET_AVXVNNI __attribute__((target("avxvnni,avx2,fma")))
 #else
 #define CPU_HAVE_X86 0
 #endif
@@ -38,5 +42,13 @@ cpu_isa cpu_isa_best(void);
 cpu_isa cpu_isa_set_limit(cpu_isa cap);
 
 const char *cpu_isa_name(cpu_isa isa);
+
+/* Whether the int8 dot-product instructions (vpdpbusd) of a level may run: at CPU_ISA_AVX512
+ * AVX-512 VNNI, at CPU_ISA_AVX2 AVX-VNNI (the VEX form), each where the CPU has it (cpuid)
+ * and the build allows it (a dispatching build always; a native one where its compile flags
+ * enable it); 0 at CPU_ISA_SCALAR. An extension of the level, not a level of its own: the
+ * int8 kernels use it at the active level (CLEF_CPU_ISA=avx2 leaves AVX-512 VNNI out and
+ * uses AVX-VNNI where present), and give the same bits with it or without. */
+int cpu_isa_has_vnni(cpu_isa level);
 
 #endif /* CLEF_BACKEND_CPU_ISA_H */

@@ -7,8 +7,9 @@
  *   FP8   the activations quantized per token as compressed-tensors does (fp32), then its
  *         QDQ forward: fp32(q_x s_t) x fp32(q_w s_w), fp32 accumulation — what transformers +
  *         compressed-tensors compute on an fp32 model;
- *   INT8  the activations rotated and quantized per token, int32 dot products,
- *         float(acc) * (s_t * s_w) — comfy-kitchen's eager int8 linear. The rotation is the
+ *   INT8  the activations rotated and quantized per token, int32 dot products (vpdpbusd
+ *         where the CPU has VNNI), float(acc) * (s_t * s_w) — comfy-kitchen's eager int8
+ *         linear. The rotation is the
  *         dense product in torch's summation order (clef_hadamard256_torch_f32), not the
  *         butterfly: a rotated value one fp32 bit off can move a code by a step, which the
  *         whole-backbone test saw (9.6e-4 relative L2 with the butterfly, 1.6e-7 without).
@@ -19,7 +20,8 @@
  * packed activations of the call (clef_qmm_xpack_floats: T x K floats, rounded up to whole
  * token blocks); FP8 and INT8 the activation scales (T floats) and one row per thread (K
  * floats: FP8's codes of a token, INT8's rotation); INT8 the quantized activations (T x K
- * bytes). Each region 64-byte aligned. The caller plans it once (cpu_quant_workspace_size for its
+ * bytes) and per thread the int8 kernel's own (clef_int8_matmul_scratch_bytes: a packed panel
+ * of 32 weight rows for vpdpbusd and the tokens' code sums). Each region 64-byte aligned. The caller plans it once (cpu_quant_workspace_size for its
  * largest T, the size the backend's matmul_workspace_size query answers for these formats:
  * the backbone's run state does so for its largest quantized matrix) and no call allocates.
  * A caller that plans none gets the handle's own buffer, grown when a call needs more (in
@@ -60,6 +62,7 @@ typedef struct quant_scratch {
     float *sx;     /* FP8, INT8: [T] activation scales */
     float *rot;    /* FP8, INT8: [nth][K] a thread's row (FP8 codes, INT8 rotation) */
     int8_t *qx;    /* INT8: [T][K] quantized activations */
+    char *i8;      /* INT8: [nth][clef_int8_matmul_scratch_bytes(T, K)] the kernels' own */
 } quant_scratch;
 
 static size_t align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
@@ -68,15 +71,17 @@ static size_t align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 static size_t quant_scratch_layout(clef_wtype type, int nth, int64_t T, int64_t K, void *base,
                                    quant_scratch *out) {
     const int panels = type == CLEF_WTYPE_NF4 || type == CLEF_WTYPE_FP8_E4M3;
-    const size_t sizes[5] = {
+    const int int8 = type == CLEF_WTYPE_INT8_CONVROT;
+    const size_t sizes[6] = {
         panels ? sizeof(float) * clef_qmm_panel_floats(K) * (size_t)nth : 0,
         panels ? sizeof(float) * clef_qmm_xpack_floats(T, K) : 0,
         sizeof(float) * (size_t)T,
         sizeof(float) * (size_t)K * (size_t)nth,
-        type == CLEF_WTYPE_INT8_CONVROT ? (size_t)T * (size_t)K : 0,
+        int8 ? (size_t)T * (size_t)K : 0,
+        int8 ? clef_int8_matmul_scratch_bytes(T, K) * (size_t)nth : 0,
     };
-    size_t off[5], total = 0;
-    for (int i = 0; i < 5; i++) {
+    size_t off[6], total = 0;
+    for (int i = 0; i < 6; i++) {
         off[i] = total;
         total += align64(sizes[i]);
     }
@@ -86,7 +91,8 @@ static size_t quant_scratch_layout(clef_wtype type, int nth, int64_t T, int64_t 
                                .xp = (float *)(void *)(b + off[1]),
                                .sx = (float *)(void *)(b + off[2]),
                                .rot = (float *)(void *)(b + off[3]),
-                               .qx = (int8_t *)(void *)(b + off[4])};
+                               .qx = (int8_t *)(void *)(b + off[4]),
+                               .i8 = b + off[5]};
     }
     return total;
 }
@@ -172,8 +178,9 @@ void cpu_quant_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx,
                                          T, sc.xp, bias, y, ldy, accumulate, panel);
                 break;
             case CLEF_WTYPE_INT8_CONVROT:
-                clef_int8_matmul_rows(w->data, w->quant->u.int8_convrot.weight_scale + row0, K,
-                                      n0, n1, T, sc.qx, sc.sx, bias, y, ldy, accumulate);
+                clef_int8_matmul_rows_ws(w->data, w->quant->u.int8_convrot.weight_scale + row0,
+                                         K, n0, n1, T, sc.qx, sc.sx, bias, y, ldy, accumulate,
+                                         sc.i8 + clef_int8_matmul_scratch_bytes(T, K) * (size_t)tid);
                 break;
             default:
                 CLEF_ASSERT(0);
