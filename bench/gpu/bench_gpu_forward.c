@@ -127,7 +127,7 @@ int main(int argc, char **argv) {
     printf("# clef CUDA backend, %s shape (%lld layers), BF16 weights N(0, 0.02) made on the device\n", argv[1],
            (long long)n_layers);
     printf("cuBLASLt bf16 GEMM ceiling (8192^3, median of 20): %.0f TFLOP/s\n", ceiling);
-    printf("kernels: attention %s, delta rule token-by-token (the faster form here; bench_gpu_cores compares)\n",
+    printf("kernels: attention %s, delta rule chunked (the default since run15; bench_gpu_cores compares both forms)\n",
            clef_backend_cuda_flash_attention(be) ? "flash (registers)" : "tensor-core (shared memory)");
     printf("weights %.2f GiB, run state %.2f GiB (for 8,192 / 12,016 tokens), load + device fill %.1f s\n",
            qwen35_weight_bytes(m) / 1073741824.0, qwen35_state_bytes(state) / 1073741824.0, load_s);
