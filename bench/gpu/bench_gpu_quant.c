@@ -146,6 +146,19 @@ static const lin_shape shapes_9b[] = {
 };
 
 static const int64_t bench_T[] = {298, 1502, 2270, 8192, 8 * 1502};
+
+/* The linear shapes of the 9B or 27B, their count and their largest K and N (the buffers of
+ * the gemm and wgmma benches are sized for those). */
+static const lin_shape *model_shapes(int is27, int *n_sh, int64_t *maxK, int64_t *maxN) {
+    const lin_shape *sh = is27 ? shapes_27b : shapes_9b;
+    *n_sh = is27 ? (int)(sizeof shapes_27b / sizeof *sh) : (int)(sizeof shapes_9b / sizeof *sh);
+    *maxK = *maxN = 0;
+    for (int i = 0; i < *n_sh; i++) {
+        *maxK = sh[i].K > *maxK ? sh[i].K : *maxK;
+        *maxN = sh[i].N > *maxN ? sh[i].N : *maxN;
+    }
+    return sh;
+}
 #define N_T 5
 
 /* A host table of N(0, 1) samples drawn by index: billions of activations in a second. */
@@ -191,13 +204,9 @@ static double time_step(clef_backend *be, int reps, int prec, int64_t T, const f
 }
 
 static int run_gemm(clef_backend *be, int is27, int reps) {
-    const lin_shape *sh = is27 ? shapes_27b : shapes_9b;
-    const int n_sh = is27 ? (int)(sizeof shapes_27b / sizeof *sh) : (int)(sizeof shapes_9b / sizeof *sh);
-    int64_t maxK = 0, maxN = 0, maxT = bench_T[N_T - 1];
-    for (int i = 0; i < n_sh; i++) {
-        maxK = sh[i].K > maxK ? sh[i].K : maxK;
-        maxN = sh[i].N > maxN ? sh[i].N : maxN;
-    }
+    int n_sh;
+    int64_t maxK, maxN, maxT = bench_T[N_T - 1];
+    const lin_shape *sh = model_shapes(is27, &n_sh, &maxK, &maxN);
     float *xh = malloc(sizeof(float) * (size_t)(maxT * maxK));
     fill_x(xh, (size_t)(maxT * maxK));
     float *x = clef_backend_alloc(be, sizeof(float) * (size_t)(maxT * maxK));
@@ -296,13 +305,9 @@ static double time_i8_gemm(clef_backend *be, int reps, int kernel, int64_t T, in
  *  FP8 exact: the whole matmul (quantizer + widening + GEMM + scaling) on cuBLASLt's BF16 GEMM
  *  and on each bf16 wgmma variant. The BF16 matmul beside them: the rate to beat. */
 static int run_wgmma(clef_backend *be, int is27, int reps) {
-    const lin_shape *sh = is27 ? shapes_27b : shapes_9b;
-    const int n_sh = is27 ? (int)(sizeof shapes_27b / sizeof *sh) : (int)(sizeof shapes_9b / sizeof *sh);
-    int64_t maxK = 0, maxN = 0, maxT = bench_T[N_T - 1];
-    for (int i = 0; i < n_sh; i++) {
-        maxK = sh[i].K > maxK ? sh[i].K : maxK;
-        maxN = sh[i].N > maxN ? sh[i].N : maxN;
-    }
+    int n_sh;
+    int64_t maxK, maxN, maxT = bench_T[N_T - 1];
+    const lin_shape *sh = model_shapes(is27, &n_sh, &maxK, &maxN);
     float *xh = malloc(sizeof(float) * (size_t)(maxT * maxK));
     fill_x(xh, (size_t)(maxT * maxK));
     float *x = clef_backend_alloc(be, sizeof(float) * (size_t)(maxT * maxK));
