@@ -10,6 +10,8 @@
  *                                                  on the device, as bench_gpu_forward), then
  *                                                  its linears swapped for random quantized ones
  *                                                  (CLEF_BENCH_PRECISIONS="bf16,fp8": only those)
+ *   bench_gpu_quant nf4gemm 9b|27b [reps]          NF4 alone: each of its GEMM modes and
+ *                                                  dequantization kernels beside BF16
  *   bench_gpu_quant nf4mem 27b [tokens] [runs]     the NF4 27B's device memory under the 24gb
  *                                                  and 16gb profiles (run_nf4_memory says how)
  *
@@ -22,6 +24,9 @@
  *
  * FP8 runs on the fp8 tensor cores (clef_backend_cuda_set_fp8_tensor_cores), not the backend's
  * default exact path; with CLEF_BENCH_FP8_EXACT=1 in the environment the default path is timed.
+ *
+ * NF4 runs the backend's default GEMM (cuda_quant.h); CLEF_CUDA_NF4_GEMM=dequant|fused|run15
+ * in the environment picks another (the backend reads it).
  *
  * INT8 and exact FP8 run the backend's default GEMMs; CLEF_BENCH_INT8_WGMMA=v and
  * CLEF_BENCH_FP8_EXACT_WGMMA=v (v: a CLEF_CUDA_WGMMA_* variant, 0 = cuBLASLt) pick others for
@@ -273,6 +278,87 @@ static int run_gemm(clef_backend *be, int is27, int reps) {
     printf("FP8 matmuls scaled by: %s\n", clef_cuda_fp8_gemm_path(be));
     clef_backend_release(be, x), clef_backend_release(be, y), clef_backend_release(be, buf);
     clef_backend_release(be, sx);
+    free(times);
+    return 0;
+}
+
+/* ---- NF4: its GEMMs side by side ------------------------------------------------------------------ */
+
+/* Every linear shape and row count: BF16, then the NF4 matmul in each mode (run15's path, the
+ * vectorized dequantization + cuBLASLt, the fused kernel) and each dequantization kernel
+ * alone with its memory rate (codes + absmax read, bf16 written). */
+static int run_nf4_gemm(clef_backend *be, int is27, int reps) {
+    int n_sh;
+    int64_t maxK, maxN, maxT = bench_T[N_T - 1];
+    const lin_shape *sh = model_shapes(is27, &n_sh, &maxK, &maxN);
+    float *xh = malloc(sizeof(float) * (size_t)(maxT * maxK));
+    fill_x(xh, (size_t)(maxT * maxK));
+    float *x = clef_backend_alloc(be, sizeof(float) * (size_t)(maxT * maxK));
+    float *y = clef_backend_alloc(be, sizeof(float) * (size_t)(maxT * maxN));
+    void *buf = clef_backend_alloc(be, 2 * (size_t)(maxN * maxK));
+    if (!xh || !x || !y || !buf || clef_backend_write(be, x, xh, sizeof(float) * (size_t)(maxT * maxK)) != CLEF_OK) {
+        fprintf(stderr, "nf4 gemm bench: out of memory\n");
+        return 1;
+    }
+    free(xh);
+    double *times = malloc(sizeof(double) * (size_t)reps);
+    static const int modes[3] = {CLEF_CUDA_NF4_RUN15, CLEF_CUDA_NF4_DEQUANT, CLEF_CUDA_NF4_FUSED};
+    const int mode0 = clef_backend_cuda_nf4_gemm(be);
+    double fwd[N_T][4];
+    memset(fwd, 0, sizeof fwd);
+    printf("\n| model | linear | N x K | per forward | T | bf16 ms | nf4 run15 path ms | nf4 dequant+cuBLASLt ms | nf4 "
+           "fused ms | fused TFLOP/s | fused / bf16 | dequant run15 ms (GB/s) | dequant vector ms (GB/s) |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < n_sh; i++) {
+        qmat wb, wq;
+        int st = qm_make(be, P_BF16, sh[i].N, sh[i].K, 100 + (uint64_t)(10 * i), &wb);
+        if (st == CLEF_OK)
+            st = qm_make(be, P_NF4, sh[i].N, sh[i].K, 103 + (uint64_t)(10 * i), &wq);
+        if (st != CLEF_OK || clef_backend_synchronize(be) != CLEF_OK) {
+            fprintf(stderr, "nf4 gemm bench: weights: %s\n", clef_last_error());
+            return 1;
+        }
+        /* bytes a dequantization moves: codes and absmax codes read, bf16 written (the
+         * nested absmax and tables are a few KB) */
+        const double deq_bytes = (double)wq.bytes + 2.0 * (double)(sh[i].N * sh[i].K);
+        double deq[2];
+        for (int m = 0; m < 2; m++) {
+            clef_backend_cuda_set_nf4_gemm(be, modes[m]);
+            deq[m] = time_step(be, reps, P_NF4, 0, x, sh[i].K, &wq, buf, NULL, times);
+        }
+        for (int ti = 0; ti < N_T; ti++) {
+            const int64_t T = bench_T[ti];
+            double ms[4];
+            clef_backend_cuda_set_nf4_gemm(be, mode0);
+            ms[0] = time_matmul(be, reps, T, x, sh[i].K, &wb.m, y, times);
+            for (int m = 0; m < 3; m++) {
+                clef_backend_cuda_set_nf4_gemm(be, modes[m]);
+                ms[1 + m] = time_matmul(be, reps, T, x, sh[i].K, &wq.m, y, times);
+            }
+            if (ms[0] < 0 || ms[1] < 0 || ms[2] < 0 || ms[3] < 0 || deq[0] < 0 || deq[1] < 0) {
+                fprintf(stderr, "nf4 gemm bench: %s T=%lld: %s\n", sh[i].name, (long long)T, clef_last_error());
+                return 1;
+            }
+            const double fl = 2.0 * (double)sh[i].N * (double)sh[i].K * (double)T / 1e9;
+            printf("| %s | %s | %lld x %lld | %d | %lld | %.3f | %.3f | %.3f | %.3f | %.0f | %.2f | %.3f (%.0f) | %.3f "
+                   "(%.0f) |\n",
+                   is27 ? "27B" : "9B", sh[i].name, (long long)sh[i].N, (long long)sh[i].K, sh[i].n_gdn + sh[i].n_other,
+                   (long long)T, ms[0], ms[1], ms[2], ms[3], fl / ms[3], ms[3] / ms[0], deq[0],
+                   deq_bytes / (deq[0] * 1e6), deq[1], deq_bytes / (deq[1] * 1e6));
+            for (int c = 0; c < 4; c++)
+                fwd[ti][c] += (sh[i].n_gdn + sh[i].n_other) * ms[c];
+        }
+        qm_free(be, &wb), qm_free(be, &wq);
+    }
+    clef_backend_cuda_set_nf4_gemm(be, mode0);
+    printf("\nSum over one forward's linears (all in NF4; GDN in_proj_a / in_proj_b left out):\n\n| model | T | bf16 ms "
+           "| nf4 run15 path ms | nf4 dequant+cuBLASLt ms | nf4 fused ms | run15 / bf16 | dequant / bf16 | fused / "
+           "bf16 |\n|---|---|---|---|---|---|---|---|---|\n");
+    for (int ti = 0; ti < N_T; ti++)
+        printf("| %s | %lld | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", is27 ? "27B" : "9B",
+               (long long)bench_T[ti], fwd[ti][0], fwd[ti][1], fwd[ti][2], fwd[ti][3], fwd[ti][1] / fwd[ti][0],
+               fwd[ti][2] / fwd[ti][0], fwd[ti][3] / fwd[ti][0]);
+    clef_backend_release(be, x), clef_backend_release(be, y), clef_backend_release(be, buf);
     free(times);
     return 0;
 }
@@ -645,10 +731,11 @@ static int run_nf4_memory(clef_backend *be, int64_t T, int runs) {
 int main(int argc, char **argv) {
     if (argc < 3 ||
         (strcmp(argv[1], "gemm") && strcmp(argv[1], "wgmma") && strcmp(argv[1], "forward") &&
-         strcmp(argv[1], "nf4mem")) ||
+         strcmp(argv[1], "nf4mem") && strcmp(argv[1], "nf4gemm")) ||
         (strcmp(argv[2], "9b") && strcmp(argv[2], "27b")) || (!strcmp(argv[1], "nf4mem") && strcmp(argv[2], "27b"))) {
         fprintf(stderr, "usage: bench_gpu_quant gemm 9b|27b [reps]\n"
                         "       bench_gpu_quant wgmma 9b|27b [reps]\n"
+                        "       bench_gpu_quant nf4gemm 9b|27b [reps]\n"
                         "       bench_gpu_quant forward 9b|27b [layers] [runs]\n"
                         "       bench_gpu_quant nf4mem 27b [tokens] [runs]\n");
         return 2;
@@ -681,12 +768,16 @@ int main(int argc, char **argv) {
         clef_backend_cuda_set_fp8_exact_wgmma(be, atoi(f8));
         printf("exact FP8 matmuls' GEMM: %s %d\n", atoi(f8) ? "wgmma variant" : "cuBLASLt", atoi(f8));
     }
+    static const char *const nf4_modes[3] = {"dequantize + cuBLASLt", "fused kernel", "run15's dequantize + cuBLASLt"};
+    printf("NF4 matmuls: %s\n", nf4_modes[clef_backend_cuda_nf4_gemm(be)]);
     double ceiling = 0;
     if (clef_backend_cuda_gemm_ceiling(be, 8192, 8192, 8192, 20, &ceiling) == CLEF_OK)
         printf("cuBLASLt bf16 GEMM ceiling (8192^3, median of 20): %.0f TFLOP/s\n", ceiling);
     int rc;
     if (!strcmp(argv[1], "gemm"))
         rc = run_gemm(be, is27, argc > 3 ? atoi(argv[3]) : 10);
+    else if (!strcmp(argv[1], "nf4gemm"))
+        rc = run_nf4_gemm(be, is27, argc > 3 ? atoi(argv[3]) : 10);
     else if (!strcmp(argv[1], "wgmma"))
         rc = run_wgmma(be, is27, argc > 3 ? atoi(argv[3]) : 10);
     else if (!strcmp(argv[1], "nf4mem"))

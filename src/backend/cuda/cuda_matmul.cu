@@ -419,6 +419,27 @@ static const __nv_bfloat16 *staged_rows(const cuda_context *ctx, int64_t T, cons
     return ctx->xb_src == x && ctx->xb_T == T && ctx->xb_K == K && ctx->xb_ldx == ldx ? ctx->xb : NULL;
 }
 
+/* scratch: the caller's planned staging (T x K bf16), or NULL for the backend's own buffer
+ * (grown on demand, between forwards in practice; remembered, so the next matmul on the same
+ * rows converts nothing). */
+const __nv_bfloat16 *cuda_matmul_bf16_rows(clef_backend *be, int64_t T, const float *x, int64_t ldx, int64_t K,
+                                           void *scratch) {
+    cuda_context *ctx = cuda_ctx(be);
+    const __nv_bfloat16 *staged = scratch ? NULL : staged_rows(ctx, T, x, ldx, K);
+    if (staged)
+        return staged;
+    __nv_bfloat16 *xb = (__nv_bfloat16 *)scratch;
+    if (!xb) {
+        if (staging(be, sizeof(__nv_bfloat16) * (size_t)(T * K)) != CLEF_OK)
+            return NULL;
+        xb = ctx->xb;
+    }
+    convert_rows(be, T, K, x, ldx, xb);
+    if (!scratch)
+        ctx->xb_src = x, ctx->xb_T = T, ctx->xb_K = K, ctx->xb_ldx = ldx, ctx->xb_span = 0, ctx->xb_writes = ctx->writes;
+    return xb;
+}
+
 /* scratch: the caller's planned staging (matmul_workspace_size bytes), or NULL for the
  * backend's own buffer (grown on demand, between forwards in practice). */
 void cuda_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w, const float *bias,
@@ -435,22 +456,8 @@ void cuda_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const
     const void *B;
     int64_t ldb;
     if (w->type == CLEF_WTYPE_BF16) {
-        const __nv_bfloat16 *staged = scratch ? NULL : staged_rows(ctx, T, x, ldx, K);
-        if (staged) {
-            B = staged;
-        } else {
-            __nv_bfloat16 *xb = (__nv_bfloat16 *)scratch;
-            if (!xb) {
-                if (staging(be, sizeof(__nv_bfloat16) * (size_t)(T * K)) != CLEF_OK)
-                    return;
-                xb = ctx->xb;
-            }
-            convert_rows(be, T, K, x, ldx, xb);
-            if (!scratch)
-                ctx->xb_src = x, ctx->xb_T = T, ctx->xb_K = K, ctx->xb_ldx = ldx, ctx->xb_span = 0,
-                ctx->xb_writes = ctx->writes;
-            B = xb;
-        }
+        if (!(B = cuda_matmul_bf16_rows(be, T, x, ldx, K, scratch)))
+            return;
         ldb = K;
     } else if (w->type == CLEF_WTYPE_F32) {
         B = x, ldb = ldx;

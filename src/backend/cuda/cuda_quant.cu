@@ -30,6 +30,14 @@ cuda_quant_state *cuda_quant_state_of(clef_backend *be) {
         else { /* the GEMMs by default (cuda_quant_internal.cuh says why) */
             ctx->quant->int8_wgmma = CUDA_QUANT_INT8_WGMMA_DEFAULT;
             ctx->quant->fp8_exact_wgmma = CUDA_QUANT_FP8_EXACT_WGMMA_DEFAULT;
+            ctx->quant->nf4_gemm = CUDA_QUANT_NF4_DEFAULT;
+            const char *nf4 = getenv("CLEF_CUDA_NF4_GEMM"); /* same-run comparisons (cuda_quant.h) */
+            if (nf4 && !strcmp(nf4, "dequant"))
+                ctx->quant->nf4_gemm = CLEF_CUDA_NF4_DEQUANT;
+            else if (nf4 && !strcmp(nf4, "fused"))
+                ctx->quant->nf4_gemm = CLEF_CUDA_NF4_FUSED;
+            else if (nf4 && !strcmp(nf4, "run15"))
+                ctx->quant->nf4_gemm = CLEF_CUDA_NF4_RUN15;
         }
     }
     return ctx->quant;
@@ -292,7 +300,7 @@ size_t cuda_quant_workspace_size(clef_backend *be, int64_t T, const clef_matrix 
     switch (w->type) {
     case CLEF_WTYPE_FP8_E4M3: return cuda_fp8_workspace_size(T, w);
     case CLEF_WTYPE_INT8_CONVROT: return cuda_int8_workspace_size(T, w);
-    case CLEF_WTYPE_NF4: return cuda_nf4_workspace_size(T, w);
+    case CLEF_WTYPE_NF4: return cuda_nf4_workspace_size(be, T, w);
     default: return 0;
     }
 }
@@ -317,6 +325,17 @@ extern "C" void clef_backend_cuda_set_fp8_exact_wgmma(clef_backend *be, int vari
     cuda_quant_state *st = cuda_quant_state_of(be);
     if (st)
         st->fp8_exact_wgmma = wgmma_variant(variant);
+}
+
+extern "C" void clef_backend_cuda_set_nf4_gemm(clef_backend *be, int mode) {
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    if (st)
+        st->nf4_gemm = mode == CLEF_CUDA_NF4_FUSED || mode == CLEF_CUDA_NF4_RUN15 ? mode : CLEF_CUDA_NF4_DEQUANT;
+}
+
+extern "C" int clef_backend_cuda_nf4_gemm(clef_backend *be) {
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    return st ? st->nf4_gemm : CUDA_QUANT_NF4_DEFAULT;
 }
 
 extern "C" void clef_backend_cuda_set_fp8_epilogue(clef_backend *be, int on) {

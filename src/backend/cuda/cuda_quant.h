@@ -29,10 +29,14 @@
  *    float(acc) * (s_t * s_w[n]) (+ bias) exactly as clef_int8_matmul_rows does. On sm_90 by
  *    default (clef_backend_cuda_set_int8_wgmma) our own wgmma kernels make the same int32 sums
  *    and apply that scaling in their epilogue, from registers: the same bits.
- *  - NF4: a kernel dequantizes the weight to bf16 (bit-identical to clef_nf4_dequant_bf16:
- *    bitsandbytes' bf16 weights) into the matmul's scratch, then the BF16 path runs (the
- *    activations rounded to bf16, cuBLASLt bf16 x bf16 with fp32 accumulation). The weight
- *    stays 4-bit resident; the bf16 copy lives only in scratch, one matrix at a time.
+ *  - NF4 (weights bf16(code x absmax), bit-identical to clef_nf4_dequant_bf16: bitsandbytes'
+ *    bf16 weights; activations rounded to bf16; fp32 accumulation), two GEMMs, chosen per
+ *    backend (clef_backend_cuda_set_nf4_gemm), never per row count:
+ *    CLEF_CUDA_NF4_FUSED: one kernel reads the 4-bit codes and absmax, dequantizes each
+ *    k-slice into shared memory in its main loop and multiplies on the bf16 tensor cores
+ *    (mma.sync, cuda_quant_nf4_gemm.cu; layouts with K a multiple of 64; others as below);
+ *    CLEF_CUDA_NF4_DEQUANT: a kernel dequantizes the weight to bf16 into the matmul's
+ *    scratch, then the BF16 path runs (cuBLASLt). The weight stays 4-bit resident either way.
  *
  * The functions below queue work on be's stream (device pointers; nothing is synchronized);
  * a failure is recorded on the backend and reported by the next clef_backend_synchronize.
@@ -107,8 +111,25 @@ void clef_backend_cuda_set_int8_wgmma(clef_backend *be, int variant);
  * the scaling kernel. Both are the exact path's arithmetic (up to fp32 summation order). */
 void clef_backend_cuda_set_fp8_exact_wgmma(clef_backend *be, int variant);
 
-/* The NF4 matrix w (a slice keeps its quant_row0) dequantized to bf16 bits, out[rows, cols]. */
+/* The NF4 matrix w (a slice keeps its quant_row0) dequantized to bf16 bits, out[rows, cols]
+ * (by the kernel of the backend's NF4 mode: CLEF_CUDA_NF4_RUN15's element-wise one, else the
+ * vectorized one where the layout allows; the same bits). */
 void clef_cuda_nf4_dequant_bf16(clef_backend *be, const clef_matrix *w, uint16_t *out);
+
+/* NF4 matmuls' GEMM. The default is CUDA_QUANT_NF4_DEFAULT (cuda_quant_internal.cuh says why);
+ * CLEF_CUDA_NF4_GEMM=dequant|fused|run15 in the environment overrides it when a backend's
+ * quantized state is made (for same-run comparisons). Each mode gives a row the same bits
+ * whatever else is in the batch (one kernel per layout, a fixed summation order). */
+enum {
+    CLEF_CUDA_NF4_DEQUANT = 0, /* dequantize to bf16 scratch (vectorized kernel), cuBLASLt BF16 GEMM */
+    CLEF_CUDA_NF4_FUSED = 1,   /* the fused kernel where the layout allows (K % 64 == 0, ...), else DEQUANT */
+    CLEF_CUDA_NF4_RUN15 = 2,   /* DEQUANT with run15's element-wise dequantization kernel (the old path) */
+};
+void clef_backend_cuda_set_nf4_gemm(clef_backend *be, int mode);
+int clef_backend_cuda_nf4_gemm(clef_backend *be);
+/* 1 if the fused NF4 kernel runs w's layout (K a multiple of 64, power-of-two blocks of at
+ * least 64 elements, codes 16-byte aligned), 0 if CLEF_CUDA_NF4_FUSED dequantizes it. */
+int clef_cuda_nf4_fused_layout(const clef_matrix *w);
 
 /* on = 1: INT8 ConvRot matmuls rotate in torch's summation order (the CPU backend's and
  * comfy-kitchen's rounding; slower), 0 (default): the butterfly. */

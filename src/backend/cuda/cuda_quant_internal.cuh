@@ -24,6 +24,11 @@
 #define CUDA_QUANT_INT8_WGMMA_DEFAULT CLEF_CUDA_WGMMA_AUTO
 #define CUDA_QUANT_FP8_EXACT_WGMMA_DEFAULT CLEF_CUDA_WGMMA_OFF
 #define CUDA_QUANT_WGMMA_LARGE CLEF_CUDA_WGMMA_256
+/* NF4 matmuls' GEMM by default (clef_backend_cuda_set_nf4_gemm): the vectorized dequantization
+ * (~3.3 TB/s) + cuBLASLt. The fused kernel (mma.sync, ~110-240 TFLOP/s) measured 1.4-3.6x that
+ * path's time on every 27B linear at 298-12,016 rows (H200 run16, bench/RESULTS.md), and the
+ * choice may not depend on the row count (a row's bits). */
+#define CUDA_QUANT_NF4_DEFAULT CLEF_CUDA_NF4_DEQUANT
 
 /* Rows every cached plan is chosen for. */
 #define CUDA_QUANT_CANON_ROWS 2048
@@ -59,6 +64,7 @@ typedef struct cuda_quant_state {
     int convrot_exact;        /* clef_backend_cuda_set_convrot_exact */
     int int8_wgmma;           /* clef_backend_cuda_set_int8_wgmma: CLEF_CUDA_WGMMA_* */
     int fp8_exact_wgmma;      /* clef_backend_cuda_set_fp8_exact_wgmma: CLEF_CUDA_WGMMA_* */
+    int nf4_gemm;             /* clef_backend_cuda_set_nf4_gemm: CLEF_CUDA_NF4_* */
     cudaEvent_t timer[2];     /* clef_cuda_timer_start / stop, made on first use */
     cuda_qplan plans[CUDA_QPLANS];
 } cuda_quant_state;
@@ -134,6 +140,28 @@ __device__ __forceinline__ float cuda_e4m3_value(uint8_t b) {
     return e ? sign * ldexpf((float)(8 + m), e - 10) : sign * ldexpf((float)m, -9);
 }
 
+/* log2 of v when v is a power of two (>= 1), else -1 */
+static inline int cuda_log2_exact(int64_t v) {
+    int s = 0;
+    while (s < 62 && ((int64_t)1 << s) < v)
+        s++;
+    return ((int64_t)1 << s) == v ? s : -1;
+}
+
+/* The fused NF4 GEMM (cuda_quant_nf4_gemm.cu): whether it runs w's layout (K a multiple of
+ * 64, power-of-two blocks of >= 64, 16-byte aligned codes), and the matmul itself on x
+ * already rounded to bf16 (xb [T, K], dense, 16-byte aligned): y = (accumulate ? y : 0) +
+ * xb W^T (+ bias). Returns 0, having queued nothing, where it cannot run. */
+int cuda_nf4_gemm_fused_supported(const clef_matrix *w);
+int cuda_nf4_gemm_fused(clef_backend *be, int64_t T, const __nv_bfloat16 *xb, const clef_matrix *w,
+                        const float *bias, float *y, int64_t ldy, int accumulate);
+
+/* The bf16 rows a BF16 matmul reads for x [T, K] (ldx) (cuda_matmul.cu): converted into
+ * scratch when given, else the staging buffer (reused when it already holds these rows).
+ * NULL on failure (status recorded). */
+const __nv_bfloat16 *cuda_matmul_bf16_rows(clef_backend *be, int64_t T, const float *x, int64_t ldx, int64_t K,
+                                           void *scratch);
+
 /* Each format's matmul (backend.h's contract) and the scratch it needs for T rows. */
 void cuda_fp8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
                      const float *bias, float *y, int64_t ldy, int accumulate, void *scratch);
@@ -143,7 +171,7 @@ void cuda_int8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, 
 size_t cuda_int8_workspace_size(int64_t T, const clef_matrix *w);
 void cuda_nf4_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
                      const float *bias, float *y, int64_t ldy, int accumulate, void *scratch);
-size_t cuda_nf4_workspace_size(int64_t T, const clef_matrix *w);
+size_t cuda_nf4_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w);
 
 /* Dispatch (cuda_quant.cu), wired into the op table and cuda_matmul. */
 int cuda_supports_format(clef_backend *be, clef_wtype t);
