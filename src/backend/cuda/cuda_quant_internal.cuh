@@ -25,7 +25,7 @@
 #define CUDA_QUANT_FP8_EXACT_WGMMA_DEFAULT CLEF_CUDA_WGMMA_OFF
 #define CUDA_QUANT_WGMMA_LARGE CLEF_CUDA_WGMMA_256
 /* NF4 matmuls' GEMM by default (clef_backend_cuda_set_nf4_gemm): the vectorized dequantization
- * (~3.3 TB/s) + cuBLASLt. The fused kernel (mma.sync, ~110-240 TFLOP/s) measured 1.4-3.6x that
+ * (~3.5 TB/s) + cuBLASLt. The fused kernel (mma.sync, ~120-240 TFLOP/s) measured 1.3-3.5x that
  * path's time on every 27B linear at 298-12,016 rows (H200 run16, bench/RESULTS.md), and the
  * choice may not depend on the row count (a row's bits). */
 #define CUDA_QUANT_NF4_DEFAULT CLEF_CUDA_NF4_DEQUANT

@@ -15,9 +15,11 @@
  * Tiles: a block of 256 threads (8 warps) makes 128 tokens x 128 outputs; k steps of 64,
  * which with K % 64 == 0 and blocks of >= 64 elements is one absmax per weight row per step.
  * Per step: the bf16 rows of x (128 x 64) and the packed codes (128 rows x 32 bytes) arrive by
- * cp.async in a 3-stage ring; each thread decodes 32 codes of one row (its absmax loaded a
- * step ahead into registers) into the step's bf16 weight tile; then each warp multiplies its
- * 64 tokens x 32 outputs (4 x 4 mma tiles, 4 k16 slices). Shared rows are padded to 72 bf16
+ * cp.async in a 3-stage ring, issued two steps ahead; each warp multiplies its 64 tokens x 32
+ * outputs (4 x 4 mma tiles, 4 k16 slices) on the weight tile decoded the step before, then
+ * each thread decodes 32 codes of one row of the next step (its absmax loaded a step ahead
+ * into registers) into the other of two bf16 weight tiles: one barrier a step, and a warp's
+ * decoding overlaps the others' MMAs. Shared rows are padded to 72 bf16
  * (144 bytes), so ldmatrix's 8 rows of 16 bytes land on distinct banks. The blocks are
  * rastered in groups of 8 output tiles, all token tiles of a group together, so a weight tile
  * is fetched from memory once and the rows of x stay in L2.
@@ -39,7 +41,7 @@
 #define NF4G_X_BYTES (NF4G_BM * NF4G_LDS * 2)     /* one stage of x */
 #define NF4G_P_BYTES (NF4G_BN * NF4G_BK / 2)      /* one stage of packed codes */
 #define NF4G_W_BYTES (NF4G_BN * NF4G_LDS * 2)     /* the decoded weight tile */
-#define NF4G_SMEM (NF4G_STAGES * (NF4G_X_BYTES + NF4G_P_BYTES) + NF4G_W_BYTES + (16 + 256) * 4)
+#define NF4G_SMEM (NF4G_STAGES * (NF4G_X_BYTES + NF4G_P_BYTES) + 2 * NF4G_W_BYTES + (16 + 256) * 4)
 
 typedef struct nf4g_args {
     const __nv_bfloat16 *x; /* [T, K] */
@@ -100,10 +102,27 @@ __device__ __forceinline__ void nf4g_load(const nf4g_args &a, unsigned char *sme
     nf4g_cp16(ps + r * (NF4G_BK / 2) + ch * 16, src, n < a.N ? 16 : 0);
 }
 
+/* 32 codes (16 bytes) of one weight row to bf16 (absmax am): 4 16-byte stores */
+__device__ __forceinline__ void nf4g_decode(const uint8_t *codes, float am, const float *code, __nv_bfloat16 *dst) {
+    const uint4 p = *(const uint4 *)codes;
+    const uint32_t words[4] = {p.x, p.y, p.z, p.w};
+#pragma unroll
+    for (int wI = 0; wI < 4; wI++) {
+        uint32_t h[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint32_t byte = (words[wI] >> (8 * j)) & 0xffu; /* elements 2j (high nibble), 2j + 1 */
+            __nv_bfloat162 v = __floats2bfloat162_rn(__fmul_rn(code[byte >> 4], am), __fmul_rn(code[byte & 15u], am));
+            h[j] = *(uint32_t *)&v;
+        }
+        *(uint4 *)(dst + wI * 8) = make_uint4(h[0], h[1], h[2], h[3]);
+    }
+}
+
 __global__ void __launch_bounds__(NF4G_THREADS, 2) k_nf4_gemm(nf4g_args a) {
     extern __shared__ __align__(16) unsigned char smem[];
     __nv_bfloat16 *wb = (__nv_bfloat16 *)(smem + NF4G_STAGES * (NF4G_X_BYTES + NF4G_P_BYTES));
-    float *code = (float *)(smem + NF4G_STAGES * (NF4G_X_BYTES + NF4G_P_BYTES) + NF4G_W_BYTES);
+    float *code = (float *)(smem + NF4G_STAGES * (NF4G_X_BYTES + NF4G_P_BYTES) + 2 * NF4G_W_BYTES);
     float *nested_code = code + 16;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm = warp >> 2, wn = warp & 3; /* the warp's 64 tokens, 32 outputs */
@@ -132,7 +151,7 @@ __global__ void __launch_bounds__(NF4G_THREADS, 2) k_nf4_gemm(nf4g_args a) {
     const int dr = tid >> 1, dh = tid & 1, dn = n0 + dr;
     const int drow = dn < a.N;
     const int64_t row_first = a.first + (int64_t)(drow ? dn : 0) * a.K;
-    uint32_t raw_q = 0; /* step kt's absmax code (or 0) and nested absmax (or plain absmax) */
+    uint32_t raw_q = 0; /* the next decoded step's absmax code (or 0) and nested absmax (or plain absmax) */
     float raw_f = 0.0f;
 #define NF4G_FETCH(kt)                                                                      \
     do {                                                                                    \
@@ -142,6 +161,11 @@ __global__ void __launch_bounds__(NF4G_THREADS, 2) k_nf4_gemm(nf4g_args a) {
         else                                                                                \
             raw_f = __ldg(a.absmax_f32 + b_);                                               \
     } while (0)
+#define NF4G_DECODE(kt)                                                                     \
+    nf4g_decode(smem + NF4G_STAGES * NF4G_X_BYTES + ((kt) % NF4G_STAGES) * NF4G_P_BYTES + dr * (NF4G_BK / 2) + \
+                    dh * 16,                                                                \
+                a.absmax_q ? __fadd_rn(__fmul_rn(nested_code[raw_q], raw_f), a.nested_offset) : raw_f, code, \
+                wb + ((kt) & 1) * (NF4G_BN * NF4G_LDS) + dr * NF4G_LDS + dh * 32)
     NF4G_FETCH(0);
 
     float acc[4][4][4];
@@ -153,45 +177,32 @@ __global__ void __launch_bounds__(NF4G_THREADS, 2) k_nf4_gemm(nf4g_args a) {
             for (int e = 0; e < 4; e++)
                 acc[i][j][e] = 0.0f;
 
+    /* step 0 decoded ahead; then each step: its MMAs on the tile decoded the step before,
+     * then the next step's decoding into the other tile (one barrier a step: a warp's
+     * decoding overlaps the other warps' MMAs) */
+    nf4g_wait<NF4G_STAGES - 2>();
+    __syncthreads(); /* step 0's codes and the code tables are in shared memory */
+    NF4G_DECODE(0);
+    if (KT > 1)
+        NF4G_FETCH(1);
     for (int kt = 0; kt < KT; kt++) {
-        nf4g_wait<NF4G_STAGES - 2>();
-        __syncthreads(); /* step kt landed; every warp is done with step kt - 1's slot and tile */
+        nf4g_wait<0>(); /* step kt + 1 landed (the last copies issued) */
+        __syncthreads(); /* step kt decoded; every warp done with step kt - 1's slot and tile */
         {
             const int nk = kt + NF4G_STAGES - 1;
             if (nk < KT)
                 nf4g_load(a, smem, nk % NF4G_STAGES, nk, t0, n0);
             nf4g_commit();
         }
-        const int stage = kt % NF4G_STAGES;
-        const float am = a.absmax_q ? __fadd_rn(__fmul_rn(nested_code[raw_q], raw_f), a.nested_offset) : raw_f;
-        if (kt + 1 < KT)
-            NF4G_FETCH(kt + 1);
-        {
-            const uint8_t *ps = smem + NF4G_STAGES * NF4G_X_BYTES + stage * NF4G_P_BYTES;
-            const uint4 p = *(const uint4 *)(ps + dr * (NF4G_BK / 2) + dh * 16);
-            const uint32_t words[4] = {p.x, p.y, p.z, p.w};
-#pragma unroll
-            for (int wI = 0; wI < 4; wI++) {
-                uint32_t h[4];
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    const uint32_t byte = (words[wI] >> (8 * j)) & 0xffu; /* elements 2j (high), 2j + 1 */
-                    __nv_bfloat162 v =
-                        __floats2bfloat162_rn(__fmul_rn(code[byte >> 4], am), __fmul_rn(code[byte & 15u], am));
-                    h[j] = *(uint32_t *)&v;
-                }
-                *(uint4 *)(wb + dr * NF4G_LDS + dh * 32 + wI * 8) = make_uint4(h[0], h[1], h[2], h[3]);
-            }
-        }
-        __syncthreads(); /* the weight tile is decoded */
-        const __nv_bfloat16 *xs = (const __nv_bfloat16 *)(smem + stage * NF4G_X_BYTES);
+        const __nv_bfloat16 *xs = (const __nv_bfloat16 *)(smem + (kt % NF4G_STAGES) * NF4G_X_BYTES);
+        const __nv_bfloat16 *wt = wb + (kt & 1) * (NF4G_BN * NF4G_LDS);
 #pragma unroll
         for (int ks = 0; ks < NF4G_BK / 16; ks++) {
             uint32_t b[4][2];
 #pragma unroll
             for (int p = 0; p < 2; p++) { /* outputs 16p..16p+15 of the warp's 32: two n8 tiles */
                 uint32_t r[4];
-                nf4g_ldmatrix4(r, wb + (wn * 32 + p * 16 + (lane >> 4) * 8 + (lane & 7)) * NF4G_LDS + ks * 16 +
+                nf4g_ldmatrix4(r, wt + (wn * 32 + p * 16 + (lane >> 4) * 8 + (lane & 7)) * NF4G_LDS + ks * 16 +
                                       ((lane >> 3) & 1) * 8);
                 b[2 * p][0] = r[0], b[2 * p][1] = r[1], b[2 * p + 1][0] = r[2], b[2 * p + 1][1] = r[3];
             }
@@ -204,7 +215,13 @@ __global__ void __launch_bounds__(NF4G_THREADS, 2) k_nf4_gemm(nf4g_args a) {
                     nf4g_mma(acc[mi][ni], af, b[ni]);
             }
         }
+        if (kt + 1 < KT) {
+            NF4G_DECODE(kt + 1);
+            if (kt + 2 < KT)
+                NF4G_FETCH(kt + 2);
+        }
     }
+#undef NF4G_DECODE
 #undef NF4G_FETCH
     nf4g_wait<0>();
 
