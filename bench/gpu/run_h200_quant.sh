@@ -12,14 +12,15 @@
 # bench_gpu_quant (built with -DCLEF_CUDA=ON) and, optionally, lib/ (shared libraries the GPU
 # machine lacks), and for the eval step the clef CLI. Run from the repository root (the tests
 # read the quantized fixture releases); peer_torch_quant.py is found beside this script.
-# steps: any of test model decide gemm9 peer9 gemm27 peer27 wgmma9 wgmma27 fwd9 fwd27 fwd27x nf4mem eval
+# steps: any of test model decide gemm9 peer9 gemm27 peer27 wgmma9 wgmma27 nf4gemm27 fwd9 fwd27 fwd27x nf4mem eval
 # (default: all but fwd27x, nf4mem and eval), each optionally with a time limit in seconds, e.g. test:120
 # (default 600). decide: the 200 records of tests/quant/fixtures/decide per precision, GPU vs
 # CPU. fwd27 runs 16 of the 27B's 64 layers (identical layers: 4 x its time is the whole
 # model's), FP8 on the fp8 tensor cores; fwd27x FP8 alone on its default exact path. nf4mem:
 # the NF4 27B's device memory under the 24gb / 16gb profiles at 2,270 tokens. wgmma9/27: the
 # INT8 GEMM alone and the INT8 / exact FP8 matmuls, cuBLASLt vs each wgmma kernel (and whether
-# their int32 sums agree). CLEF_BENCH_INT8_WGMMA, CLEF_BENCH_FP8_EXACT_WGMMA and
+# their int32 sums agree). nf4gemm27: NF4 alone, each GEMM mode and dequantization kernel beside
+# BF16 (CLEF_CUDA_NF4_GEMM=dequant|fused|run15 picks the NF4 mode of every other step). CLEF_BENCH_INT8_WGMMA, CLEF_BENCH_FP8_EXACT_WGMMA and
 # CLEF_BENCH_FP8_EXACT in the environment reach the benches.
 # eval: `clef eval --reference BF16 --device cuda` on the decide fixture releases.
 set -u -o pipefail
@@ -52,6 +53,7 @@ for step in $STEPS; do
     gemm27) $T "$BIN/bench_gpu_quant" gemm 27b 2>&1 | tee "$LOG/gemm_27b.log" ;;
     wgmma9) $T "$BIN/bench_gpu_quant" wgmma 9b 2>&1 | tee "$LOG/wgmma_9b.log" ;;
     wgmma27) $T "$BIN/bench_gpu_quant" wgmma 27b 2>&1 | tee "$LOG/wgmma_27b.log" ;;
+    nf4gemm27) $T "$BIN/bench_gpu_quant" nf4gemm 27b 2>&1 | tee "$LOG/nf4gemm_27b.log" ;;
     peer9) $T python3 "$HERE/peer_torch_quant.py" 9b 2>&1 | grep -v Warning | tee "$LOG/peer_9b.log" ;;
     peer27) $T python3 "$HERE/peer_torch_quant.py" 27b 2>&1 | grep -v Warning | tee "$LOG/peer_27b.log" ;;
     fwd9) $T "$BIN/bench_gpu_quant" forward 9b 32 3 2>&1 | tee "$LOG/fwd_9b.log" ;;

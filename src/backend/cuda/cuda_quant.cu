@@ -2,10 +2,9 @@
  * cuda_quant.cu — the CUDA backend's quantized formats, common parts: which formats the
  * backend runs, the matmul dispatch to each format's file (cuda_quant_fp8.cu,
  * cuda_quant_int8.cu, cuda_quant_nf4.cu; their wgmma GEMMs in cuda_quant_wgmma.cu, NF4's fused
- * GEMM in cuda_quant_nf4_gemm.cu, the
- * activation quantizers in cuda_quant_act.cu), the per-backend state (scratch, cuBLASLt plans
- * of the FP8, INT8 and exact-FP8 BF16 GEMMs, the wgmma choices) and the scaling epilogues those
- * GEMMs share.
+ * GEMM in cuda_quant_nf4_gemm.cu, the activation quantizers in cuda_quant_act.cu), the
+ * per-backend state (scratch, cuBLASLt plans of the FP8, INT8 and exact-FP8 BF16 GEMMs, the
+ * wgmma and NF4 GEMM choices) and the scaling epilogues those GEMMs share.
  */
 #include "backend/cuda/cuda_quant_internal.cuh"
 

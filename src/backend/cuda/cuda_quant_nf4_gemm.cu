@@ -19,10 +19,15 @@
  * outputs (4 x 4 mma tiles, 4 k16 slices) on the weight tile decoded the step before, then
  * each thread decodes 32 codes of one row of the next step (its absmax loaded a step ahead
  * into registers) into the other of two bf16 weight tiles: one barrier a step, and a warp's
- * decoding overlaps the others' MMAs. Shared rows are padded to 72 bf16
- * (144 bytes), so ldmatrix's 8 rows of 16 bytes land on distinct banks. The blocks are
- * rastered in groups of 8 output tiles, all token tiles of a group together, so a weight tile
- * is fetched from memory once and the rows of x stay in L2.
+ * decoding overlaps the others' MMAs. Shared rows are padded to 72 bf16 (144 bytes), so
+ * ldmatrix's 8 rows of 16 bytes land on distinct banks. The blocks are rastered in groups of
+ * 8 output tiles, all token tiles of a group together, so a weight tile is fetched from memory
+ * once and the rows of x stay in L2.
+ *
+ * Speed (H200, run16, bench_gpu_quant nf4gemm): 95-245 TFLOP/s on the 27B linears, 1.3-3.5x
+ * the time of dequantization + cuBLASLt (whose wgmma kernels run at 700+), so it is opt-in
+ * (CLEF_CUDA_NF4_FUSED). At 298 tokens those GEMMs are not weight-bandwidth bound, so reading
+ * 4x fewer bytes does not make up for mma.sync's rate: a wgmma version would be needed.
  *
  * Summation order: each output's fp32 sum runs over the 16-wide k slices in ascending k, one
  * mma per slice, whatever T is and wherever the row sits in its tile (padding rows past T are
