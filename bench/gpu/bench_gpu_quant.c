@@ -555,11 +555,14 @@ static int run_forward(clef_backend *be, int is27, int64_t n_layers, int runs) {
         ids[i] = (int32_t)((i * 2654435761u) % (uint64_t)cfg.vocab_size);
     double *times = malloc(sizeof(double) * (size_t)runs);
     const int64_t cases[][2] = {{1, 298}, {1, 1502}, {1, 2270}, {1, 8192}, {8, 1502}};
-    printf("\n# whole backbone, %s shape (%lld layers), linears in each precision (random weights; the BF16 model "
-           "stays loaded beside the quantized linears, so memory here is not a release's)\n\n",
+    printf("\n# whole backbone, %s shape (%lld layers), linears in each precision (random weights). Memory as a "
+           "release of that precision would hold it: the BF16 linears the bench keeps loaded beside the quantized "
+           "ones are taken off the backend's counters; peak is each row's own (reset before its forwards), run "
+           "state planned for 8,192-token sequences / 12,016-token batches\n\n",
            is27 ? "27B" : "9B", (long long)n_layers);
-    printf("| model | precision | linear weights GiB | batch x tokens | ms (median of %d) | tokens/s |\n", runs);
-    printf("|---|---|---|---|---|---|\n");
+    static const char *header = "| model | precision | linear weights GiB | batch x tokens | ms (median of %d) | tokens/s "
+                                "| weights GiB | peak GiB | peak - weights GiB |\n|---|---|---|---|---|---|---|---|---|\n";
+    printf(header, runs);
     const int max_lin = 12;
     clef_matrix *saved = malloc(sizeof(clef_matrix) * (size_t)(n_layers * max_lin));
     qmat *qm = calloc((size_t)(n_layers * max_lin), sizeof(qmat));
@@ -567,7 +570,7 @@ static int run_forward(clef_backend *be, int is27, int64_t n_layers, int runs) {
     for (int prec = 0; prec < P_COUNT; prec++) {
         if (only && !strstr(only, prec_name[prec]))
             continue;
-        size_t lin_bytes = 0;
+        size_t lin_bytes = 0, bf16_swapped = 0; /* the BF16 linears kept loaded beside the quantized ones */
         for (int64_t i = 0; i < n_layers && st == CLEF_OK; i++) {
             clef_matrix *lin[12];
             int n = layer_linears(&m->w.layers[i], prec, lin);
@@ -580,6 +583,7 @@ static int run_forward(clef_backend *be, int is27, int64_t n_layers, int runs) {
                 }
                 st = qm_make(be, prec, lin[j]->rows, lin[j]->cols, 1000 + (uint64_t)(i * max_lin + j), q);
                 lin_bytes += q->bytes;
+                bf16_swapped += clef_matrix_bytes(lin[j]);
                 *lin[j] = q->m;
                 lin[j]->quant = &q->q; /* the descriptor lives in qm[], not in the copy */
             }
@@ -601,6 +605,7 @@ static int run_forward(clef_backend *be, int is27, int64_t n_layers, int runs) {
             int64_t seq[9];
             for (int64_t s = 0; s <= ns; s++)
                 seq[s] = s * T;
+            clef_backend_cuda_memory_reset_peak(be);
             for (int r = -1; r < runs && st == CLEF_OK; r++) {
                 double a = bench_now_ms();
                 st = qwen35_forward(m, state, ns, seq, ids, NULL);
@@ -612,8 +617,12 @@ static int run_forward(clef_backend *be, int is27, int64_t n_layers, int runs) {
             if (st != CLEF_OK)
                 break;
             double ms = bench_median(times, runs);
-            printf("| %s | %s | %.2f | %lld x %lld | %.1f | %.0f |\n", is27 ? "27B" : "9B", prec_name[prec],
-                   lin_bytes / 1073741824.0, (long long)ns, (long long)T, ms, (double)(ns * T) / (ms * 1e-3));
+            size_t peak = 0;
+            clef_backend_cuda_memory(be, NULL, &peak);
+            const double G = 1073741824.0, weights = (double)(qwen35_weight_bytes(m) - bf16_swapped + (prec != P_BF16 ? lin_bytes : 0));
+            printf("| %s | %s | %.2f | %lld x %lld | %.1f | %.0f | %.2f | %.2f | %.2f |\n", is27 ? "27B" : "9B",
+                   prec_name[prec], lin_bytes / G, (long long)ns, (long long)T, ms, (double)(ns * T) / (ms * 1e-3),
+                   weights / G, (double)(peak - bf16_swapped) / G, ((double)(peak - bf16_swapped) - weights) / G);
             fflush(stdout);
         }
         if (st == CLEF_OK && prec != P_BF16) {
@@ -625,8 +634,8 @@ static int run_forward(clef_backend *be, int is27, int64_t n_layers, int runs) {
                    prec_name[prec]);
             clef_backend_cuda_profile_report(be, stdout, 2);
             clef_backend_cuda_profile(be, 0);
-            printf("\n| model | precision | linear weights GiB | batch x tokens | ms (median of %d) | tokens/s |\n"
-                   "|---|---|---|---|---|---|\n", runs);
+            printf("\n");
+            printf(header, runs);
         }
         /* put the BF16 linears back */
         for (int64_t i = 0; i < n_layers; i++) {
@@ -645,7 +654,8 @@ static int run_forward(clef_backend *be, int is27, int64_t n_layers, int runs) {
     }
     size_t resident = 0, peak = 0;
     clef_backend_cuda_memory(be, &resident, &peak);
-    printf("\nbackend device memory: resident %.2f GiB, peak %.2f GiB (BF16 model %.2f GiB loaded throughout)\n",
+    printf("\nbackend device memory at the end: resident %.2f GiB, peak of the last row %.2f GiB (the BF16 model, %.2f "
+           "GiB, loaded throughout)\n",
            resident / 1073741824.0, peak / 1073741824.0, qwen35_weight_bytes(m) / 1073741824.0);
     qwen35_state_free(state);
     qwen35_free(m);

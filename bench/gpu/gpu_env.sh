@@ -1,4 +1,4 @@
-# gpu_env.sh — sourced by run_h200.sh and run_h200_quant.sh (not run on its own): finds
+# gpu_env.sh — sourced by run_steps.sh (so by every run_h200*.sh; not run on its own): finds
 # cuBLASLt on the GPU machine (the toolkit's, or the one PyTorch's wheels carry), puts
 # $BIN/lib (shared libraries that machine lacks) and it on LD_LIBRARY_PATH, and records the
 # GPU, its clocks and driver in $LOG/gpu.txt. Needs BIN and LOG set.

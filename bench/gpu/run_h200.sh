@@ -23,21 +23,10 @@ LOG=$2
 shift 2
 STEPS=${*:-"ops model decide cores9 cores27 bench9 peer9 bench27 peer27"}
 HERE=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$LOG"
-. "$HERE/gpu_env.sh"   # cuBLASLt on LD_LIBRARY_PATH, $LOG/gpu.txt
-if [ -d "$BIN/whl" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$BIN"/whl/*.whl \
-    && export PYTHONPATH=/tmp/site
-fi
-export PYTHONUNBUFFERED=1
-status=0
-for step in $STEPS; do
-  s=${step%%:*}
-  limit=600
-  [ "$s" != "$step" ] && limit=${step#*:}
-  T="timeout $limit"
-  echo "=== $s, limit ${limit}s ($(date -u +%T))"
-  case $s in
+. "$HERE/run_steps.sh"   # LOG, cuBLASLt, wheels; run_steps
+
+run_step() {
+  case $1 in
     ops) $T "$BIN/test_cuda_ops" 2>&1 | tee "$LOG/ops.log" | tail -n 60 ;;
     model) $T "$BIN/test_cuda_model" 2>&1 | tee "$LOG/model.log" | tail -n 30 ;;
     decide) $T "$BIN/test_cuda_decide" 2>&1 | tee "$LOG/decide.log" | tail -n 30 ;;
@@ -45,7 +34,9 @@ for step in $STEPS; do
     cores27) $T "$BIN/bench_gpu_cores" 27b 2>&1 | tee "$LOG/cores_27b.log" ;;
     ncu27) $T ncu --clock-control none --metrics gpu__time_duration.sum --launch-count 40 \
              "$BIN/bench_gpu_cores" 27b 1 > "$LOG/ncu_27b.log" 2>&1
-         grep -E "k_|gpu__time_duration" "$LOG/ncu_27b.log" | paste - - | awk '{print $1, $(NF)}' | head -40 ;;
+         local rc=$?
+         grep -E "k_|gpu__time_duration" "$LOG/ncu_27b.log" | paste - - | awk '{print $1, $(NF)}' | head -40
+         return $rc ;;
     bench9) $T "$BIN/bench_gpu_forward" 9b 2>&1 | tee "$LOG/bench_9b.log" ;;
     peer9) $T python3 "$HERE/peer_transformers.py" 9b 2>&1 | grep -v Warning | tee "$LOG/peer_9b.log" ;;
     bench27) $T "$BIN/bench_gpu_forward" 27b 2>&1 | tee "$LOG/bench_27b.log" ;;
@@ -54,9 +45,9 @@ for step in $STEPS; do
     attn27) $T "$BIN/bench_gpu_attention" 27b 2>&1 | tee "$LOG/attn_27b.log" ;;
     peerattn9) $T python3 "$HERE/peer_attention.py" 9b 2>&1 | grep -v Warning | tee "$LOG/peer_attn_9b.log" ;;
     peerattn27) $T python3 "$HERE/peer_attention.py" 27b 2>&1 | grep -v Warning | tee "$LOG/peer_attn_27b.log" ;;
-    *) echo "unknown step $s"; status=2 ;;
+    *) echo "unknown step $1"; return 2 ;;
   esac
-  rc=${PIPESTATUS[0]}
-  [ "$rc" -ne 0 ] && echo "step $s exited $rc" && status=1
-done
-exit $status
+  return "${PIPESTATUS[0]}"
+}
+
+run_steps $STEPS

@@ -22,17 +22,10 @@ REL=$3
 shift 3
 STEPS=${*:-"write load peer fwd27 fwd9"}
 HERE=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$LOG"
-. "$HERE/gpu_env.sh"   # cuBLASLt on LD_LIBRARY_PATH, $LOG/gpu.txt
-export PYTHONUNBUFFERED=1
-status=0
-for step in $STEPS; do
-  s=${step%%:*}
-  limit=600
-  [ "$s" != "$step" ] && limit=${step#*:}
-  T="timeout $limit"
-  echo "=== $s, limit ${limit}s ($(date -u +%T))"
-  case $s in
+. "$HERE/run_steps.sh"   # LOG, cuBLASLt, wheels; run_steps
+
+run_step() {
+  case $1 in
     write) $T python3 "$HERE/make_load_release.py" "$REL" --tokenizer-dir demo/clef-demo 2>&1 | tee "$LOG/write.log"
            df -h "$REL" | tail -1; free -g | head -2 ;;
     load) $T "$BIN/bench_gpu_load" "$REL" 3 cuda 2>&1 | tee "$LOG/load.log" ;;
@@ -46,9 +39,9 @@ for step in $STEPS; do
     fwd9) $T "$BIN/bench_gpu_forward" 9b 32 1 2>&1 | tee "$LOG/fwd_9b.log" ;;
     model) $T "$BIN/test_cuda_model" 2>&1 | tee "$LOG/model.log" | tail -n 20 ;;
     decide) $T "$BIN/test_cuda_decide" 2>&1 | tee "$LOG/decide.log" | tail -n 20 ;;
-    *) echo "unknown step $s"; status=2 ;;
+    *) echo "unknown step $1"; return 2 ;;
   esac
-  rc=${PIPESTATUS[0]}
-  [ "$rc" -ne 0 ] && echo "step $s exited $rc" && status=1
-done
-exit $status
+  return "${PIPESTATUS[0]}"
+}
+
+run_steps $STEPS

@@ -29,17 +29,10 @@ LOG=$2
 shift 2
 STEPS=${*:-"test model decide gemm27 peer27 gemm9 peer9 fwd9 fwd27"}
 HERE=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$LOG"
-. "$HERE/gpu_env.sh"   # cuBLASLt on LD_LIBRARY_PATH, $LOG/gpu.txt
-export PYTHONUNBUFFERED=1
-status=0
-for step in $STEPS; do
-  s=${step%%:*}
-  limit=600
-  [ "$s" != "$step" ] && limit=${step#*:}
-  T="timeout $limit"
-  echo "=== $s, limit ${limit}s ($(date -u +%T))"
-  case $s in
+. "$HERE/run_steps.sh"   # LOG, cuBLASLt, wheels; run_steps
+
+run_step() {
+  case $1 in
     test) $T "$BIN/test_cuda_quant" 2>&1 | tee "$LOG/test_quant.log" | tail -n 45 ;;
     model) $T "$BIN/test_cuda_quant_model" 2>&1 | tee "$LOG/test_quant_model.log" | tail -n 30 ;;
     decide) $T "$BIN/test_cuda_quant_decide" 2>&1 | tee "$LOG/test_quant_decide.log" | tail -n 30 ;;
@@ -58,9 +51,9 @@ for step in $STEPS; do
     peer27) $T python3 "$HERE/peer_torch_quant.py" 27b 2>&1 | grep -v Warning | tee "$LOG/peer_27b.log" ;;
     fwd9) $T "$BIN/bench_gpu_quant" forward 9b 32 3 2>&1 | tee "$LOG/fwd_9b.log" ;;
     fwd27) $T "$BIN/bench_gpu_quant" forward 27b 16 3 2>&1 | tee "$LOG/fwd_27b.log" ;;
-    *) echo "unknown step $s"; status=2 ;;
+    *) echo "unknown step $1"; return 2 ;;
   esac
-  rc=${PIPESTATUS[0]}
-  [ "$rc" -ne 0 ] && echo "step $s exited $rc" && status=1
-done
-exit $status
+  return "${PIPESTATUS[0]}"
+}
+
+run_steps $STEPS

@@ -17,25 +17,18 @@ LOG=$2
 shift 2
 STEPS=${*:-"test bench27 peer27"}
 HERE=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$LOG"
-. "$HERE/gpu_env.sh"   # cuBLASLt on LD_LIBRARY_PATH, $LOG/gpu.txt
-export PYTHONUNBUFFERED=1
-status=0
-for step in $STEPS; do
-  s=${step%%:*}
-  limit=600
-  [ "$s" != "$step" ] && limit=${step#*:}
-  T="timeout $limit"
-  echo "=== $s, limit ${limit}s ($(date -u +%T))"
-  case $s in
+. "$HERE/run_steps.sh"   # LOG, cuBLASLt, wheels; run_steps
+
+run_step() {
+  case $1 in
     test) $T "$BIN/test_cuda_vision" 2>&1 | tee "$LOG/vision_test.log" | grep -v "^ok " | tail -n 40 ;;
     bench27) $T "$BIN/bench_gpu_vision" 27b 2>&1 | tee "$LOG/vision_bench_27b.log" ;;
     peer27) $T python3 "$HERE/peer_vision.py" 27b 2>&1 | grep -v Warning | tee "$LOG/vision_peer_27b.log" ;;
     bench9) $T "$BIN/bench_gpu_vision" 9b 2>&1 | tee "$LOG/vision_bench_9b.log" ;;
     peer9) $T python3 "$HERE/peer_vision.py" 9b 2>&1 | grep -v Warning | tee "$LOG/vision_peer_9b.log" ;;
-    *) echo "unknown step $s"; status=2 ;;
+    *) echo "unknown step $1"; return 2 ;;
   esac
-  rc=${PIPESTATUS[0]}
-  [ "$rc" -ne 0 ] && echo "step $s exited $rc" && status=1
-done
-exit $status
+  return "${PIPESTATUS[0]}"
+}
+
+run_steps $STEPS

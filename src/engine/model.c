@@ -99,39 +99,15 @@ static const clef_tensor_info *model_find(void *user, const char *name) {
     return clef_release_find(((clef_model *)user)->release, name);
 }
 
-/* 1 if the n_bytes at data (elements of t's dtype) are all finite: the check of a staged
- * piece on as many threads as its read (clef_release_read_threads), in 8 MiB chunks, so a
- * load from the page cache is not held to one core's scan. */
-static int all_finite_threads(const clef_tensor_info *t, const void *data, uint64_t n_bytes,
-                              int n_threads) {
-    const size_t esize = clef_dtype_size(t->dtype);
-    const uint64_t chunk = (uint64_t)8 << 20, n_chunks = (n_bytes + chunk - 1) / chunk;
-    if (!esize || n_chunks < 2) {
-        uint64_t first = 0;
-        int nan = 0;
-        return clef_count_nonfinite(t->dtype, data, esize ? n_bytes / esize : 0, &first, &nan) == 0;
-    }
-    if (n_threads <= 0)
-        n_threads = omp_get_max_threads();
-    int bad = 0;
-#pragma omp parallel for num_threads(n_threads) schedule(static) reduction(| : bad)
-    for (int64_t i = 0; i < (int64_t)n_chunks; i++) {
-        uint64_t begin = (uint64_t)i * chunk, end = begin + chunk < n_bytes ? begin + chunk : n_bytes;
-        uint64_t first = 0;
-        int nan = 0; /* chunks are whole elements: 8 MiB is a multiple of every size */
-        bad |= clef_count_nonfinite(t->dtype, (const char *)data + begin, (end - begin) / esize,
-                                    &first, &nan) != 0;
-    }
-    return !bad;
-}
-
 static int model_read(void *user, const clef_tensor_info *t, void *dst) {
     clef_model *m = user;
-    int st = clef_release_read_threads(m->release, t, dst, m->params.n_threads);
+    /* read and checked on all threads in one pass (each chunk scanned while in cache) */
+    int finite = 0;
+    int st = clef_release_read_checked(m->release, t, dst, m->params.n_threads, 0, &finite);
     /* A NaN or Inf weight is refused here, by name, rather than surfacing later as a NaN
      * probability that looks like the record's fault (the message from the one-thread scan,
      * which finds the first). */
-    if (st == CLEF_OK && !all_finite_threads(t, dst, t->n_bytes, m->params.n_threads)) {
+    if (st == CLEF_OK && !finite) {
         /* t may be a piece of the tensor (model_read_range): count elements from its start */
         const clef_tensor_info *whole = clef_release_find(m->release, t->name);
         size_t esize = clef_dtype_size(t->dtype);

@@ -37,6 +37,15 @@ int clef_release_read_range(const clef_release *rel, const clef_tensor_info *t, 
 int clef_release_read_threads(const clef_release *rel, const clef_tensor_info *t, void *dst,
                               int n_threads);
 
+/* clef_release_read that also tells whether the values are all finite (clef_count_nonfinite
+ * finds none: *finite = 1), in one pass: the tensor is read in chunks of chunk_bytes (0 = 4 MiB;
+ * a whole number of elements) by up to n_threads threads (0 = all available), each scanning its
+ * chunk right after reading it, while it is in that core's cache. Same bytes and errors as
+ * clef_release_read (after a failed chunk the calling thread reads and scans the whole tensor
+ * again, for the message); a tensor of one chunk is read and scanned by the caller. */
+int clef_release_read_checked(const clef_release *rel, const clef_tensor_info *t, void *dst,
+                              int n_threads, uint64_t chunk_bytes, int *finite);
+
 /* A tensor's bytes mapped read-only (no copy at all: for weights used in place, e.g. the CPU
  * backend's BF16 matrices). data is valid until clef_release_unmap; the mapping outlives
  * neither the release nor its files. */

@@ -62,22 +62,30 @@ static inline int rr_shape(const clef_text_config *c, const char *name, int64_t 
     return 0;
 }
 
+/* Describe tensor `name` of the given shape in *info (the name copied into namebuf, which the
+ * info points at): BF16 for matrices, F32 for vectors, as both random sources store them. */
+static inline const clef_tensor_info *rr_describe(clef_tensor_info *info, char *namebuf, size_t namebuf_size,
+                                                  const char *name, const int64_t *shape, int n_dims,
+                                                  int is_matrix) {
+    snprintf(namebuf, namebuf_size, "%s", name);
+    memset(info, 0, sizeof *info);
+    info->name = info->stored_name = namebuf;
+    info->dtype = is_matrix ? CLEF_DTYPE_BF16 : CLEF_DTYPE_F32;
+    info->n_dims = n_dims;
+    uint64_t n = 1;
+    for (int i = 0; i < n_dims; i++)
+        info->shape[i] = shape[i], n *= (uint64_t)shape[i];
+    info->n_bytes = n * (is_matrix ? 2 : 4);
+    return info;
+}
+
 static inline const clef_tensor_info *rr_find(void *ctx, const char *name) {
     random_release *r = ctx;
     int64_t shape[CLEF_MAX_DIMS] = {0};
     int n_dims, is_matrix;
     if (!rr_shape(r->cfg, name, shape, &n_dims, &is_matrix))
         return NULL;
-    snprintf(r->name, sizeof r->name, "%s", name);
-    memset(&r->info, 0, sizeof r->info);
-    r->info.name = r->info.stored_name = r->name;
-    r->info.dtype = is_matrix ? CLEF_DTYPE_BF16 : CLEF_DTYPE_F32;
-    r->info.n_dims = n_dims;
-    uint64_t n = 1;
-    for (int i = 0; i < n_dims; i++)
-        r->info.shape[i] = shape[i], n *= (uint64_t)shape[i];
-    r->info.n_bytes = n * (is_matrix ? 2 : 4);
-    return &r->info;
+    return rr_describe(&r->info, r->name, sizeof r->name, name, shape, n_dims, is_matrix);
 }
 
 static inline uint64_t rr_next(uint64_t *s) { /* splitmix64 */

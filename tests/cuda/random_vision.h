@@ -67,16 +67,7 @@ static inline const clef_tensor_info *rv_find(void *ctx, const char *name) {
     int n_dims, is_matrix;
     if (!rv_shape(r->cfg, name, shape, &n_dims, &is_matrix))
         return NULL;
-    snprintf(r->name, sizeof r->name, "%s", name);
-    memset(&r->info, 0, sizeof r->info);
-    r->info.name = r->info.stored_name = r->name;
-    r->info.dtype = is_matrix ? CLEF_DTYPE_BF16 : CLEF_DTYPE_F32;
-    r->info.n_dims = n_dims;
-    uint64_t n = 1;
-    for (int i = 0; i < n_dims; i++)
-        r->info.shape[i] = shape[i], n *= (uint64_t)shape[i];
-    r->info.n_bytes = n * (is_matrix ? 2 : 4);
-    return &r->info;
+    return rr_describe(&r->info, r->name, sizeof r->name, name, shape, n_dims, is_matrix);
 }
 
 /* rr_read's draws (BF16 N(0, 0.02), fp32 N(0, 0.02)); LayerNorm weights shifted to 1 + w. */

@@ -27,6 +27,7 @@
  */
 #include "clef.h"
 #include "engine/engine_internal.h"
+#include "gpu_decide_util.h"
 #include "gpu_test_util.h"
 #include "test.h"
 
@@ -180,40 +181,10 @@ static char *make_record(int i) {
 
 /* ---- one release, both backends ----------------------------------------------------------- */
 
-/* The backbone's output rows of the last forward on ctx ([T, D] floats to host). */
-static float *last_hidden(clef_context *ctx, int64_t T) {
-    int64_t D = qwen35_hidden_size(ctx->model->backbone);
-    float *h = malloc((size_t)(T * D) * sizeof *h);
-    if (h && (clef_backend_synchronize(ctx->be) ||
-              clef_backend_read(ctx->be, h, qwen35_state_output(ctx->state), (size_t)(T * D) * sizeof *h))) {
-        free(h);
-        return NULL;
-    }
-    return h;
-}
-
 typedef struct totals {
     int records, questions, mismatches;
     double max_dp, max_hidden, min_margin_checked;
 } totals;
-
-static int argmax(const float *p, int32_t n) {
-    int best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (p[i] > p[best])
-            best = i;
-    return best;
-}
-
-/* The CPU's gap between its best and second-best probability of one question. */
-static double margin(const float *p, int32_t n) {
-    int b = argmax(p, n);
-    double second = -1;
-    for (int32_t i = 0; i < n; i++)
-        if (i != b && p[i] > second)
-            second = p[i];
-    return p[b] - second;
-}
 
 static void compare_release(const char *dir, int n_records, totals *tot) {
     clef_model_params mp = clef_model_default_params();
@@ -281,15 +252,15 @@ static void compare_release(const char *dir, int n_records, totals *tot) {
                     if (!(dp <= dp_max)) /* NaN too */
                         dp_max = isnan(dp) ? INFINITY : dp;
                 }
-                int bc = argmax(qc->probabilities, qc->n_options);
-                int bg = argmax(qg->probabilities, qg->n_options);
+                int bc = prob_argmax(qc->probabilities, qc->n_options);
+                int bg = prob_argmax(qg->probabilities, qg->n_options);
                 if (bc != bg) {
                     mismatches++;
                     CHECK_MSG(bc == bg, "%s record %d question '%s': cpu decides '%s' (p %.6f), cuda '%s' "
                               "(p %.6f); the cpu's margin to its second option is %.3e",
                               dir, i, qc->id, qc->option_ids[bc], qc->probabilities[bc],
                               qg->option_ids[bg], qg->probabilities[bg],
-                              margin(qc->probabilities, qc->n_options));
+                              prob_margin(qc->probabilities, qc->n_options));
                 } else {
                     CHECK(1);
                 }

@@ -35,6 +35,7 @@
 #include "clef.h"
 #include "encode_check.h"
 #include "engine/engine_internal.h"
+#include "gpu_decide_util.h"
 #include "gpu_test_util.h"
 #include "json_compact.h"
 #include "test.h"
@@ -68,36 +69,6 @@ static json_doc *read_json(const char *path) {
     free(text);
     CHECK_MSG(doc != NULL, "cannot read %s", path);
     return doc;
-}
-
-/* The backbone's output rows of the last forward on ctx ([T, D] floats to host). */
-static float *last_hidden(clef_context *ctx, int64_t T) {
-    int64_t D = qwen35_hidden_size(ctx->model->backbone);
-    float *h = malloc((size_t)(T * D) * sizeof *h);
-    if (h && (clef_backend_synchronize(ctx->be) ||
-              clef_backend_read(ctx->be, h, qwen35_state_output(ctx->state), (size_t)(T * D) * sizeof *h))) {
-        free(h);
-        return NULL;
-    }
-    return h;
-}
-
-static int argmax(const float *p, int32_t n) {
-    int best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (p[i] > p[best])
-            best = i;
-    return best;
-}
-
-/* The gap between the best and second-best probability of one question. */
-static double margin(const float *p, int32_t n) {
-    int b = argmax(p, n);
-    double second = -1;
-    for (int32_t i = 0; i < n; i++)
-        if (i != b && p[i] > second)
-            second = p[i];
-    return p[b] - second;
 }
 
 static void check_precision(const char *precision, const json_value *records, int64_t max_length) {
@@ -171,12 +142,12 @@ static void check_precision(const char *precision, const json_value *records, in
                     if (!(dp <= dp_max)) /* NaN too */
                         dp_max = isnan(dp) ? INFINITY : dp;
                 }
-                int bc = argmax(qc->probabilities, qc->n_options), bg = argmax(qg->probabilities, qg->n_options);
+                int bc = prob_argmax(qc->probabilities, qc->n_options), bg = prob_argmax(qg->probabilities, qg->n_options);
                 agree += bc == bg;
                 CHECK_MSG(bc == bg, "%s %s question '%s': cpu decides '%s' (p %.6f), cuda '%s' (p %.6f); the cpu's "
                           "margin to its second option is %.3e", precision, name, qc->id, qc->option_ids[bc],
                           qc->probabilities[bc], qg->option_ids[bg], qg->probabilities[bg],
-                          margin(qc->probabilities, qc->n_options));
+                          prob_margin(qc->probabilities, qc->n_options));
                 int64_t lib = -1;
                 if (want_q && json_get_int64(json_array_at(want_q, (size_t)q), &lib))
                     lib_agree += lib == bg;

@@ -31,6 +31,7 @@
  */
 #include "clef.h"
 #include "engine/engine_internal.h"
+#include "gpu_decide_util.h"
 #include "gpu_test_util.h"
 #include "json_compact.h"
 #include "model/vision.h"
@@ -232,23 +233,6 @@ static void check_real_width(void) {
 
 /* ---- records with images, end to end ------------------------------------------------------- */
 
-static int argmax(const float *p, int32_t n) {
-    int best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (p[i] > p[best])
-            best = i;
-    return best;
-}
-
-static double margin(const float *p, int32_t n) {
-    int b = argmax(p, n);
-    double second = -1;
-    for (int32_t i = 0; i < n; i++)
-        if (i != b && p[i] > second)
-            second = p[i];
-    return p[b] - second;
-}
-
 /* ||got - want|| / ||want|| against the reference's logits (float64 in the fixture). */
 static double rel_l2_ref(const float *got, const json_value *want, int32_t n) {
     double num = 0, den = 0;
@@ -320,9 +304,9 @@ static void check_records(void) {
                     if (!(d <= dp))
                         dp = isnan(d) ? INFINITY : d;
                 }
-                const double mq = margin(qc->probabilities, qc->n_options);
+                const double mq = prob_margin(qc->probabilities, qc->n_options);
                 min_margin = mq < min_margin ? mq : min_margin;
-                const int bc = argmax(qc->probabilities, qc->n_options), bg = argmax(qg->probabilities, qg->n_options);
+                const int bc = prob_argmax(qc->probabilities, qc->n_options), bg = prob_argmax(qg->probabilities, qg->n_options);
                 CHECK_MSG(bc == bg, "%s question '%s': cpu decides '%s', %s '%s'; the cpu's margin is %.3e", name,
                           qc->id, qc->option_ids[bc], DEVICE_NAME, qg->option_ids[bg], mq);
             }

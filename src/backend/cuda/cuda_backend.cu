@@ -219,6 +219,8 @@ extern "C" void clef_backend_cuda_memory(const clef_backend *be, size_t *residen
         *peak = ctx->peak;
 }
 
+extern "C" void clef_backend_cuda_memory_reset_peak(clef_backend *be) { cuda_ctx(be)->peak = cuda_ctx(be)->resident; }
+
 extern "C" void clef_backend_cuda_set_attention_fp32(clef_backend *be, int on) { cuda_ctx(be)->attention_fp32 = on != 0; }
 
 extern "C" void clef_backend_cuda_set_gdn_chunked(clef_backend *be, int on) { cuda_ctx(be)->gdn_chunked = on != 0; }

@@ -40,6 +40,10 @@ int clef_backend_cuda_create(int device, clef_backend **out);
  * workspaces), peak = the most it ever held. Either pointer may be NULL. */
 void clef_backend_cuda_memory(const clef_backend *be, size_t *resident, size_t *peak);
 
+/* Start a new peak: the peak of clef_backend_cuda_memory becomes the bytes resident now (a bench
+ * measures each of its cases' own peak this way). */
+void clef_backend_cuda_memory_reset_peak(clef_backend *be);
+
 /* Fill n bf16 values at dst (device memory of be) with N(0, std^2) samples from a counter-based
  * generator seeded by seed: the bench makes 9B/27B-shaped random weights on the device. */
 int clef_backend_cuda_fill_normal_bf16(clef_backend *be, void *dst, size_t n, float std, uint64_t seed);
