@@ -22,8 +22,10 @@
  * Weights are random codes (never zeros) with scales that give N(0, 0.02)-sized values; speed
  * does not depend on the values (accuracy is tests/cuda/test_cuda_quant's business).
  *
- * FP8 runs on the fp8 tensor cores (clef_backend_cuda_set_fp8_tensor_cores), not the backend's
- * default exact path; with CLEF_BENCH_FP8_EXACT=1 in the environment the default path is timed.
+ * FP8 runs on the fp8 tensor cores (clef_backend_cuda_set_fp8_tensor_cores, cuBLASLt); with
+ * CLEF_BENCH_FP8_EXACT=1 in the environment the exact path, with CLEF_BENCH_FP8_PROMOTED=v our
+ * fp8 wgmma kernel with fp32 promotion (v: CLEF_CUDA_FP8_PROMOTE_128 = 1, _32 = 2). The gemm
+ * table times the promoted kernel (every variant) and the exact path beside the chosen one.
  *
  * NF4 runs the backend's default GEMM (cuda_quant.h); CLEF_CUDA_NF4_GEMM=dequant|fused|run15
  * in the environment picks another (the backend reads it).
@@ -208,6 +210,19 @@ static double time_step(clef_backend *be, int reps, int prec, int64_t T, const f
     return clef_backend_synchronize(be) == CLEF_OK ? bench_median(times, reps) : -1.0;
 }
 
+/* The FP8 path main() chose for the fp8 column and the forward bench, set back after the gemm
+ * table's other FP8 columns. */
+static int bench_fp8_tc, bench_fp8_promoted;
+
+static void set_fp8_path(clef_backend *be, int tensor_cores, int promoted) {
+    clef_backend_cuda_set_fp8_tensor_cores(be, tensor_cores);
+    clef_backend_cuda_set_fp8_promoted(be, promoted);
+}
+
+/* the gemm table's FP8 columns beside the chosen path: our fp8 wgmma kernel promoting every
+ * 128 and every 32 of K (CLEF_CUDA_FP8_PROMOTE_128, _32), and the exact path */
+enum { FP8_P128, FP8_P32, FP8_EXACT, FP8_COLS };
+
 static int run_gemm(clef_backend *be, int is27, int reps) {
     int n_sh;
     int64_t maxK, maxN, maxT = bench_T[N_T - 1];
@@ -225,11 +240,13 @@ static int run_gemm(clef_backend *be, int is27, int reps) {
     }
     free(xh);
     double *times = malloc(sizeof(double) * (size_t)reps);
-    double fwd[N_T][P_COUNT];
+    double fwd[N_T][P_COUNT], fwd8[N_T][FP8_COLS];
     memset(fwd, 0, sizeof fwd);
-    printf("\n| model | linear | N x K | per forward | T | bf16 ms | TFLOP/s | fp8 ms | TFLOP/s | quantize ms | int8 ms | "
+    memset(fwd8, 0, sizeof fwd8);
+    printf("\n| model | linear | N x K | per forward | T | bf16 ms | TFLOP/s | fp8 ms | TFLOP/s | quantize ms | "
+           "fp8 promo-128 ms | TFLOP/s | fp8 promo-32 ms | TFLOP/s | fp8 exact ms | TFLOP/s | int8 ms | "
            "TFLOP/s | rotate+quantize ms | nf4 ms | TFLOP/s | dequantize ms |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < n_sh; i++) {
         qmat w[P_COUNT];
         int st = CLEF_OK;
@@ -252,12 +269,25 @@ static int run_gemm(clef_backend *be, int is27, int reps) {
                     return 1;
                 }
             }
+            double ms8[FP8_COLS];
+            for (int c = 0; c < FP8_COLS; c++) {
+                set_fp8_path(be, 0, c == FP8_EXACT ? CLEF_CUDA_FP8_PROMOTE_OFF : CLEF_CUDA_FP8_PROMOTE_128 + c);
+                ms8[c] = time_matmul(be, reps, T, x, sh[i].K, &w[P_FP8].m, y, times);
+                if (ms8[c] < 0) {
+                    fprintf(stderr, "gemm bench: %s fp8 column %d T=%lld: %s\n", sh[i].name, c, (long long)T,
+                            clef_last_error());
+                    return 1;
+                }
+                fwd8[ti][c] += sh[i].n_gdn * ms[P_BF16] + sh[i].n_other * ms8[c];
+            }
+            set_fp8_path(be, bench_fp8_tc, bench_fp8_promoted);
             const double fl = 2.0 * (double)sh[i].N * (double)sh[i].K * (double)T / 1e9; /* GFLOP */
-            printf("| %s | %s | %lld x %lld | %d | %lld | %.3f | %.0f | %.3f | %.0f | %.3f | %.3f | %.0f | %.3f | %.3f | "
-                   "%.0f | %.3f |\n",
+            printf("| %s | %s | %lld x %lld | %d | %lld | %.3f | %.0f | %.3f | %.0f | %.3f | %.3f | %.0f | %.3f | %.0f | "
+                   "%.3f | %.0f | %.3f | %.0f | %.3f | %.3f | %.0f | %.3f |\n",
                    is27 ? "27B" : "9B", sh[i].name, (long long)sh[i].N, (long long)sh[i].K, sh[i].n_gdn + sh[i].n_other,
-                   (long long)T, ms[P_BF16], fl / ms[P_BF16], ms[P_FP8], fl / ms[P_FP8], step[P_FP8], ms[P_INT8],
-                   fl / ms[P_INT8], step[P_INT8], ms[P_NF4], fl / ms[P_NF4], step[P_NF4]);
+                   (long long)T, ms[P_BF16], fl / ms[P_BF16], ms[P_FP8], fl / ms[P_FP8], step[P_FP8], ms8[FP8_P128],
+                   fl / ms8[FP8_P128], ms8[FP8_P32], fl / ms8[FP8_P32], ms8[FP8_EXACT], fl / ms8[FP8_EXACT],
+                   ms[P_INT8], fl / ms[P_INT8], step[P_INT8], ms[P_NF4], fl / ms[P_NF4], step[P_NF4]);
             fflush(stdout);
             /* one forward's linears in each precision (see the file comment) */
             fwd[ti][P_BF16] += (sh[i].n_gdn + sh[i].n_other) * ms[P_BF16];
@@ -275,6 +305,17 @@ static int run_gemm(clef_backend *be, int is27, int reps) {
         printf("| %s | %lld | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", is27 ? "27B" : "9B",
                (long long)bench_T[ti], fwd[ti][P_BF16], fwd[ti][P_FP8], fwd[ti][P_INT8], fwd[ti][P_NF4],
                fwd[ti][P_FP8] / fwd[ti][P_BF16], fwd[ti][P_INT8] / fwd[ti][P_BF16], fwd[ti][P_NF4] / fwd[ti][P_BF16]);
+    printf("\nThe same sums for the FP8 paths beside it (GDN projections in BF16 again; / bf16: over the bf16 "
+           "sum):\n\n| model | T | fp8 ms | promo-128 ms | promo-32 ms | exact ms | promo-128 / bf16 | promo-32 / bf16 "
+           "| exact / bf16 |\n|---|---|---|---|---|---|---|---|---|\n");
+    for (int ti = 0; ti < N_T; ti++) {
+        printf("| %s | %lld | %.2f", is27 ? "27B" : "9B", (long long)bench_T[ti], fwd[ti][P_FP8]);
+        for (int c = 0; c < FP8_COLS; c++)
+            printf(" | %.2f", fwd8[ti][c]);
+        for (int c = 0; c < FP8_COLS; c++)
+            printf(" | %.2f", fwd8[ti][c] / fwd[ti][P_BF16]);
+        printf(" |\n");
+    }
     printf("FP8 matmuls scaled by: %s\n", clef_cuda_fp8_gemm_path(be));
     clef_backend_release(be, x), clef_backend_release(be, y), clef_backend_release(be, buf);
     clef_backend_release(be, sx);
@@ -763,11 +804,15 @@ int main(int argc, char **argv) {
     }
     /* FP8 on the fp8 tensor cores (the speed mode; the backend's default is the exact path at
      * about half the BF16 rate, cuda_quant_fp8.cu); CLEF_BENCH_FP8_EXACT=1 times the default */
-    const char *fp8_exact = getenv("CLEF_BENCH_FP8_EXACT");
-    const int tensor_cores = !(fp8_exact && !strcmp(fp8_exact, "1"));
-    clef_backend_cuda_set_fp8_tensor_cores(be, tensor_cores);
-    printf("FP8 matmuls: %s\n", tensor_cores ? "fp8 tensor cores (clef_backend_cuda_set_fp8_tensor_cores)"
-                                              : "the exact path (bf16 tensor cores on the widened codes)");
+    const char *fp8_exact = getenv("CLEF_BENCH_FP8_EXACT"), *fp8_promoted = getenv("CLEF_BENCH_FP8_PROMOTED");
+    bench_fp8_promoted = fp8_promoted ? atoi(fp8_promoted) : CLEF_CUDA_FP8_PROMOTE_OFF;
+    bench_fp8_tc = !(fp8_exact && !strcmp(fp8_exact, "1")) && !bench_fp8_promoted;
+    set_fp8_path(be, bench_fp8_tc, bench_fp8_promoted);
+    printf("FP8 matmuls: %s %d\n",
+           bench_fp8_tc         ? "fp8 tensor cores (clef_backend_cuda_set_fp8_tensor_cores)"
+           : bench_fp8_promoted ? "our fp8 wgmma kernel with fp32 promotion, variant"
+                                : "the exact path (bf16 tensor cores on the widened codes)",
+           bench_fp8_promoted);
     /* CLEF_BENCH_INT8_WGMMA / CLEF_BENCH_FP8_EXACT_WGMMA = a CLEF_CUDA_WGMMA_* variant (0: cuBLASLt) */
     const char *i8 = getenv("CLEF_BENCH_INT8_WGMMA"), *f8 = getenv("CLEF_BENCH_FP8_EXACT_WGMMA");
     if (i8) {

@@ -22,7 +22,11 @@
  *        promotes that partial sum to fp32 after at most 4 MMAs: per element at most
  *        4 x 33 x 2^-13 of the magnitude sum of <= 128 products, so 2^-6 of sum |qx qw|;
  *        rounding errors of random sign make the relative L2 about 2^-14 x sqrt(128), ~1e-3
- *        at most. An indexing or scaling bug errs by O(1). Printed beside it: the difference
+ *        at most. An indexing or scaling bug errs by O(1);
+ *        our fp8 wgmma kernel with fp32 promotion (every 128 of K, and every 32): the same
+ *        bounds, for the same reason (each partial the tensor cores keep covers at most 128 of
+ *        K; the promotion adds are fp32, K / 32 x 2^-24 of sum |qx qw| at most, far inside);
+ *        the relative L2 printed beside cuBLASLt's shows what promotion gains. Printed beside it: the difference
  *        from the CPU's fp32 W8A8 reference (clef_fp8_gemm_ref) and from the CPU backend's
  *        QDQ form (compressed-tensors' forward, docs/quant.md), which is a different
  *        arithmetic (the operands' rounding: ~1e-3..1e-2 apart). A row computed alone equals
@@ -45,7 +49,7 @@
  *        |err| <= K 2^-23 sum_k |x w| + 2^-21 (|y| + |y0| + |bias|); vs the CPU backend (fp32
  *        x, fp32(code x absmax) weights): <= 1e-2 (x and W each rounded to bf16: <= 2^-9 per
  *        element). Rows alone, and the batch shifted by one row, give the batch's bits.
- *        Argument "nf4": these checks alone.
+ *        Argument "nf4": these checks alone; argument "fp8": the FP8 checks alone.
  * Exits 77 (ctest: SKIPPED) when no GPU is visible.
  */
 #include "backend/cuda/cuda_quant.h"
@@ -208,13 +212,18 @@ static void test_fp8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bia
     clef_matmul(cpu, T, x, ldx, &wc, with_bias ? bias : NULL, yc, ldy, accumulate); /* QDQ */
     /* the exact path with cuBLASLt's GEMM, the fp8 tensor cores (outer-vector, epilogue), then
      * the exact path on each wgmma kernel (scaling fused) */
-    static const char *const mode_names[3 + CLEF_CUDA_WGMMA_LAST] = {"exact", "outer", "epilogue", "exact-w1",
-                                                                      "exact-w2", "exact-w3", "exact-w4"};
-    for (int mode = 0; mode < 3 + CLEF_CUDA_WGMMA_LAST; mode++) {
-        const int exact = mode == 0 || mode >= 3;
-        clef_backend_cuda_set_fp8_tensor_cores(gpu, !exact);
+    /* then our fp8 wgmma kernel with fp32 promotion every 128 and every 32 of K */
+    enum { N_MODES = 3 + CLEF_CUDA_WGMMA_LAST + 2, PROMO = 3 + CLEF_CUDA_WGMMA_LAST };
+    static const char *const mode_names[N_MODES] = {"exact",    "outer",    "epilogue", "exact-w1", "exact-w2",
+                                                    "exact-w3", "exact-w4", "promo128", "promo32"};
+    for (int mode = 0; mode < N_MODES; mode++) {
+        const int promoted = mode >= PROMO, exact = mode == 0 || (mode >= 3 && !promoted);
+        clef_backend_cuda_set_fp8_tensor_cores(gpu, mode == 1 || mode == 2);
         clef_backend_cuda_set_fp8_epilogue(gpu, mode == 2);
-        clef_backend_cuda_set_fp8_exact_wgmma(gpu, mode >= 3 ? mode - 2 : CLEF_CUDA_WGMMA_OFF);
+        clef_backend_cuda_set_fp8_exact_wgmma(gpu, exact && mode >= 3 ? mode - 2 : CLEF_CUDA_WGMMA_OFF);
+        clef_backend_cuda_set_fp8_promoted(gpu, mode == PROMO       ? CLEF_CUDA_FP8_PROMOTE_128
+                                                : mode == PROMO + 1 ? CLEF_CUDA_FP8_PROMOTE_32
+                                                                    : CLEF_CUDA_FP8_PROMOTE_OFF);
         clef_backend_write(gpu, yd, y0, sizeof(float) * (size_t)(T * ldy));
         clef_matmul(gpu, T, xd, ldx, &wg, with_bias ? bd : NULL, yd, ldy, accumulate);
         POISON(yg, T * ldy);
@@ -237,7 +246,7 @@ static void test_fp8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bia
             }
         double e64 = rel_l2_vs64(yg, ldy, ref, T, N);
         const double l2_bound = exact ? 1e-5 : 5e-3;
-        printf("fp8 matmul       %-40s %-8s vs f64 rel L2 %.3g (<= %.0e), worst |err|/sum|p| %.3g (<= %s), "
+        printf("fp8 matmul       %-40s %-9s vs f64 rel L2 %.3g (<= %.0e), worst |err|/sum|p| %.3g (<= %s), "
                "vs CPU W8A8 fp32 %.3g, vs CPU QDQ %.3g [paths so far: %s]\n",
                shape, mode_names[mode], e64, l2_bound, worst, exact ? "K 2^-23" : "2^-6",
                den > 0 ? sqrt(num / den) : sqrt(num), rel_l2_ld(yg, yc, ldy, T, N), clef_cuda_fp8_gemm_path(gpu));
@@ -262,6 +271,7 @@ static void test_fp8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bia
     clef_backend_cuda_set_fp8_epilogue(gpu, 0);
     clef_backend_cuda_set_fp8_tensor_cores(gpu, 0);
     clef_backend_cuda_set_fp8_exact_wgmma(gpu, CLEF_CUDA_WGMMA_OFF);
+    clef_backend_cuda_set_fp8_promoted(gpu, CLEF_CUDA_FP8_PROMOTE_OFF);
     clef_backend_release(gpu, xd), clef_backend_release(gpu, qxd), clef_backend_release(gpu, sxd);
     clef_backend_release(gpu, swd), clef_backend_release(gpu, qwd), clef_backend_release(gpu, bd);
     clef_backend_release(gpu, yd);
@@ -728,8 +738,9 @@ static void test_refusals(void) {
     clef_backend_free(g);
 }
 
-/* argv[1] = "nf4": the NF4 checks alone (a short device run); none: everything */
+/* argv[1] = "nf4" or "fp8": the NF4 or the FP8 checks alone (a short device run); none: everything */
 int main(int argc, char **argv) {
+    const int fp8_only = argc > 1 && !strcmp(argv[1], "fp8");
     if (clef_backend_cuda_device_count() == 0) {
         printf("SKIPPED: no CUDA device\n");
         return GPU_TEST_SKIPPED;
@@ -748,6 +759,11 @@ int main(int argc, char **argv) {
     test_fp8(300, 1024, 4096, 0, 0, 1);
     test_fp8(129, 48, 12288, 8, 1, 0);
     test_fp8(19, 203, 256, 1, 1, 1); /* odd output count and leading dimension */
+    if (fp8_only) {
+        clef_backend_free(gpu);
+        clef_backend_free(cpu);
+        return test_summary();
+    }
     test_int8(1, 64, 256, 0, 0, 0);
     test_int8(37, 203, 512, 5, 1, 1);
     test_int8(300, 1024, 4096, 0, 0, 1);

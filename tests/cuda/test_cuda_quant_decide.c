@@ -28,10 +28,12 @@
  * clef_context_create with CLEF_ERR_OUT_OF_MEMORY and a message naming the profile (never an
  * allocation failure in a record); model and context memory are printed for both profiles.
  *
- * Usage: test_cuda_quant_decide [nf4|fp8|int8|profiles ...] (default: all four).
+ * Usage: test_cuda_quant_decide [nf4|fp8|int8|profiles ...] (default: all four); fp8:exact,
+ * fp8:promo128, fp8:promo32 or fp8:tc runs the FP8 release on that path instead of the default.
  * Exits 77 (ctest: SKIPPED) when no GPU is visible; never reports passed without one.
  */
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_quant.h"
 #include "clef.h"
 #include "encode_check.h"
 #include "engine/engine_internal.h"
@@ -71,8 +73,14 @@ static json_doc *read_json(const char *path) {
     return doc;
 }
 
-static void check_precision(const char *precision, const json_value *records, int64_t max_length) {
-    char release[256], path[320];
+/* step "fp8:exact", "fp8:promo128", "fp8:promo32" or "fp8:tc": the FP8 release on that path of
+ * the CUDA backend (cuda_quant.h) instead of its default; "fp8": the default */
+static void check_precision(const char *step, const json_value *records, int64_t max_length) {
+    char release[256], path[320], precision[32];
+    snprintf(precision, sizeof precision, "%s", step);
+    const char *fp8_path = strchr(step, ':') ? strchr(step, ':') + 1 : NULL;
+    if (fp8_path)
+        precision[fp8_path - 1 - step] = 0;
     snprintf(release, sizeof release, FIXTURES "/%s", precision);
     snprintf(path, sizeof path, FIXTURES "/%s_logits.json", precision);
     json_doc *want_doc = read_json(path);
@@ -99,6 +107,13 @@ static void check_precision(const char *precision, const json_value *records, in
         CHECK_MSG(0, "%s: cpu context: %s", release, clef_last_error());
     if (st == CLEF_OK && (st = clef_context_create(gpu_model, NULL, &gpu_ctx)) != CLEF_OK)
         CHECK_MSG(0, "%s: cuda context: %s", release, clef_last_error());
+    if (st == CLEF_OK && fp8_path && !strcmp(QUANT_DECIDE_DEVICE, "cuda")) {
+        clef_backend_cuda_set_fp8_tensor_cores(gpu_ctx->be, !strcmp(fp8_path, "tc"));
+        clef_backend_cuda_set_fp8_promoted(gpu_ctx->be, !strcmp(fp8_path, "promo128")  ? CLEF_CUDA_FP8_PROMOTE_128
+                                                        : !strcmp(fp8_path, "promo32") ? CLEF_CUDA_FP8_PROMOTE_32
+                                                                                       : CLEF_CUDA_FP8_PROMOTE_OFF);
+        printf("%s: FP8 path %s\n", precision, fp8_path);
+    }
     if (st == CLEF_OK && (st = tok_load_dir(release, &tok)) != CLEF_OK)
         CHECK_MSG(0, "%s: tokenizer: %s", release, clef_last_error());
 

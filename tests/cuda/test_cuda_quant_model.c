@@ -16,7 +16,10 @@
  *    the speed mode), whose ~14-bit partial sums move activations across e4m3 rounding
  *    midpoints of the next layer's quantizer on this hidden-64 fixture: 1e-2 to 3e-2 from the
  *    CPU on the 1- and 7-token records (run12; fp8_gpu_sensitivity.py reproduces it on a CPU
- *    from that rounding alone), which is why it is not the default;
+ *    from that rounding alone), which is why it is not the default; beside it each FP8 path
+ *    that is not the default, among the exact path and our fp8 wgmma kernel promoting its
+ *    partial sums to fp32 every 128 or every 32 of K (clef_backend_cuda_set_fp8_promoted;
+ *    run16: 3.3e-2 resp. 5.8e-5 at one token, 1.1e-2 at seven, so not the default either);
  *  - all records in one packed forward equal each record alone, bit for bit;
  *  - the weights stay quantized on the GPU: NF4 and FP8 resident below their BF16 source
  *    (bf16-single) on the same backend.
@@ -97,12 +100,22 @@ static size_t check_precision(const char *name) {
             clef_backend_cuda_set_attention_fp32(gpu, 1);
             CHECK_EQ_INT(run(&lg, 1, seq, r[i].ids, alone_fp32), CLEF_OK);
             clef_backend_cuda_set_attention_fp32(gpu, 0);
-            double e_tc = -1;
+            double e_tc = -1, e_fp8[3] = {-1, -1, -1}; /* exact, promoted 128, promoted 32 */
             if (!strcmp(name, "fp8")) { /* the fp8 tensor cores: printed (the header says why) */
                 clef_backend_cuda_set_fp8_tensor_cores(gpu, 1);
                 CHECK_EQ_INT(run(&lg, 1, seq, r[i].ids, he), CLEF_OK);
                 clef_backend_cuda_set_fp8_tensor_cores(gpu, 0);
                 e_tc = rel_l2(he, hc, (size_t)(r[i].T * D));
+                /* each FP8 path that is not the fp8 tensor cores, whichever is the default */
+                const int fp8_default = clef_backend_cuda_fp8_promoted(gpu);
+                for (int v = 0; v < 3; v++) {
+                    clef_backend_cuda_set_fp8_promoted(gpu, v == 0   ? CLEF_CUDA_FP8_PROMOTE_OFF
+                                                            : v == 1 ? CLEF_CUDA_FP8_PROMOTE_128
+                                                                     : CLEF_CUDA_FP8_PROMOTE_32);
+                    CHECK_EQ_INT(run(&lg, 1, seq, r[i].ids, he), CLEF_OK);
+                    e_fp8[v] = rel_l2(he, hc, (size_t)(r[i].T * D));
+                }
+                clef_backend_cuda_set_fp8_promoted(gpu, fp8_default);
                 clef_backend_cuda_set_convrot_exact(gpu, 1); /* he back to the INT8-exact run */
                 CHECK_EQ_INT(run(&lg, 1, seq, r[i].ids, he), CLEF_OK);
                 clef_backend_cuda_set_convrot_exact(gpu, 0);
@@ -119,7 +132,9 @@ static size_t check_precision(const char *name) {
                    "library %.3g   (CPU vs library %.3g)",
                    name, (long long)r[i].T, e_cpu, e_exact, e_att, e_lib, e_cpu_lib);
             if (e_tc >= 0)
-                printf("   [fp8 tensor cores: GPU vs CPU %.3g, not checked]", e_tc);
+                printf("   [GPU vs CPU, the default checked above: exact %.3g, promoted-128 %.3g, promoted-32 %.3g; "
+                       "fp8 tensor cores (cuBLASLt) %.3g, not checked]",
+                       e_fp8[0], e_fp8[1], e_fp8[2], e_tc);
             printf("\n");
             CHECK_MSG(e_cpu <= 1e-2, "%s T=%lld: GPU vs CPU %.3g > 1e-2", name, (long long)r[i].T, e_cpu);
             CHECK_MSG(e_lib <= 1e-2, "%s T=%lld: GPU vs library %.3g > 1e-2", name, (long long)r[i].T, e_lib);

@@ -38,6 +38,7 @@ cuda_quant_state *cuda_quant_state_of(clef_backend *be) {
                 ctx->quant->nf4_gemm = CLEF_CUDA_NF4_FUSED;
             else if (nf4 && !strcmp(nf4, "run15"))
                 ctx->quant->nf4_gemm = CLEF_CUDA_NF4_RUN15;
+            ctx->quant->fp8_promoted = CUDA_QUANT_FP8_PROMOTED_DEFAULT;
         }
     }
     return ctx->quant;
@@ -350,20 +351,44 @@ extern "C" void clef_backend_cuda_set_fp8_tensor_cores(clef_backend *be, int on)
         st->fp8_tensor_cores = on != 0;
 }
 
+extern "C" void clef_backend_cuda_set_fp8_promoted(clef_backend *be, int variant) {
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    if (st)
+        st->fp8_promoted = variant == CLEF_CUDA_FP8_PROMOTE_128 || variant == CLEF_CUDA_FP8_PROMOTE_32
+                               ? variant
+                               : CLEF_CUDA_FP8_PROMOTE_OFF;
+}
+
+extern "C" int clef_backend_cuda_fp8_promoted(clef_backend *be) {
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    return st ? st->fp8_promoted : CLEF_CUDA_FP8_PROMOTE_OFF;
+}
+
 extern "C" const char *clef_cuda_fp8_gemm_path(clef_backend *be) {
     cuda_quant_state *st = cuda_quant_state_of(be);
     if (!st)
         return "untried";
-    /* the paths taken so far, in a fixed order, " and "-joined (7 combinations) */
-    static const char *const names[8] = {"untried",
-                                         "exact",
-                                         "outer-vector",
-                                         "exact and outer-vector",
-                                         "epilogue",
-                                         "exact and epilogue",
-                                         "outer-vector and epilogue",
-                                         "exact, outer-vector and epilogue"};
-    return names[(st->fp8_exact_calls ? 1 : 0) | (st->fp8_outer_calls ? 2 : 0) | (st->fp8_epilogue_calls ? 4 : 0)];
+    /* the paths taken so far, in a fixed order, joined by ", " and a last " and " */
+    const char *taken[4];
+    int n = 0;
+    if (st->fp8_exact_calls)
+        taken[n++] = "exact";
+    if (st->fp8_promoted_calls)
+        taken[n++] = "promoted";
+    if (st->fp8_outer_calls)
+        taken[n++] = "outer-vector";
+    if (st->fp8_epilogue_calls)
+        taken[n++] = "epilogue";
+    if (n == 0)
+        return "untried";
+    char *out = st->fp8_path_name;
+    out[0] = 0;
+    for (int i = 0; i < n; i++) {
+        if (i > 0)
+            strcat(out, i == n - 1 ? " and " : ", ");
+        strcat(out, taken[i]);
+    }
+    return out;
 }
 
 /* ---- bench support ---------------------------------------------------------------------------- */

@@ -18,7 +18,8 @@
  *    for, the product is written unscaled and a kernel applies acc * s_t * s_w (the CPU
  *    reference's order); for layouts it refuses altogether, a CUDA-core kernel sums the
  *    products in fp32, k ascending (clef_fp8_gemm_ref's bits); clef_cuda_fp8_gemm_path
- *    says which ran. Both are W8A8 arithmetic; the CPU backend runs compressed-tensors' QDQ
+ *    says which ran. With clef_backend_cuda_set_fp8_promoted (sm_90), our e4m3 wgmma kernel
+ *    with the partial sums promoted to fp32 every 128 or 32 of K and the scaling fused. Both are W8A8 arithmetic; the CPU backend runs compressed-tensors' QDQ
  *    form (docs/quant.md, "FP8: W8A8 or QDQ"), which in fp32 equals W8A8 to ~1e-7.
  *  - INT8_CONVROT: one kernel per token rotates each 256-group (the fast Hadamard butterfly,
  *    bit-identical to clef_convrot_quantize_tokens_fast, or with
@@ -140,14 +141,32 @@ void clef_backend_cuda_set_convrot_exact(clef_backend *be, int on);
  * cores with fp32 accumulation: the CPU reference's arithmetic, at about half the BF16 rate). */
 void clef_backend_cuda_set_fp8_tensor_cores(clef_backend *be, int on);
 
+/* FP8 matmuls on our fp8 wgmma kernel (cuda_quant_fp8_wgmma.cu, sm_90): e4m3 x e4m3 on the
+ * fp8 tensor cores, each partial sum of a short run of K promoted to fp32 accumulators on the
+ * CUDA cores (the tensor cores' ~14-bit rounding confined to that run), scales and bias in the
+ * epilogue. The run: */
+enum {
+    CLEF_CUDA_FP8_PROMOTE_OFF = 0, /* the exact path (or cuBLASLt fp8 with set_fp8_tensor_cores) */
+    CLEF_CUDA_FP8_PROMOTE_128 = 1, /* 128 of K: 4 wgmma k32 steps per partial */
+    CLEF_CUDA_FP8_PROMOTE_32 = 2,  /* 32 of K: every wgmma on a zero accumulator */
+};
+/* The FP8 path when fp8 tensor cores (cuBLASLt) are off: a CLEF_CUDA_FP8_PROMOTE_* variant, or
+ * off: the exact path. Where the kernel cannot run (not sm_90, K not a multiple of 16,
+ * misaligned operands) the exact path runs. The default: CUDA_QUANT_FP8_PROMOTED_DEFAULT
+ * (cuda_quant_internal.cuh). */
+void clef_backend_cuda_set_fp8_promoted(clef_backend *be, int variant);
+/* The variant set (or the default): CLEF_CUDA_FP8_PROMOTE_*. */
+int clef_backend_cuda_fp8_promoted(clef_backend *be);
+
 /* on = 1: FP8 matmuls on the tensor cores take the epilogue path (unscaled fp32 product, then the scaling
  * kernel) even where cuBLASLt runs outer-vector scaling: for tests and benches. */
 void clef_backend_cuda_set_fp8_epilogue(clef_backend *be, int on);
 
-/* Which FP8 paths this backend's matmuls have taken so far: "exact" (the default path),
- * "outer-vector" (fp8 tensor cores, cuBLASLt applies s_t x s_w), "epilogue" (fp8 tensor cores,
- * an fp32 product and the scaling kernel: layouts cuBLASLt refuses outer-vector scaling for,
- * or forced), those joined by "and" when several ran, or "untried". */
+/* Which FP8 paths this backend's matmuls have taken so far: "exact" (bf16 tensor cores on the
+ * widened codes), "promoted" (the fp8 wgmma kernel with fp32 promotion), "outer-vector" (fp8
+ * tensor cores, cuBLASLt applies s_t x s_w), "epilogue" (fp8 tensor cores, an fp32 product and
+ * the scaling kernel: layouts cuBLASLt refuses outer-vector scaling for, or forced), those
+ * joined by "and" when several ran, or "untried". */
 const char *clef_cuda_fp8_gemm_path(clef_backend *be);
 
 /* Bench support: random codes of format t at dst (bytes of device memory), never NaN:

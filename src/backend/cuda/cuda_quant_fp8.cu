@@ -15,6 +15,11 @@
  * GEMM and the scaling run in one of our bf16 wgmma kernels instead (cuda_quant_wgmma.cu: no
  * product round trip; same checks passed, not timed yet).
  *
+ * Promoted (clef_backend_cuda_set_fp8_promoted, sm_90): the activation codes and the weight's
+ * codes straight into our fp8 wgmma kernel (cuda_quant_fp8_wgmma.cu), which promotes the
+ * tensor cores' partial sums to fp32 every 128 (or 32) of K and scales in its epilogue; where
+ * it cannot run, the exact path.
+ *
  * Tensor cores (clef_backend_cuda_set_fp8_tensor_cores): cuBLASLt e4m3 x e4m3 — the FP8 rate,
  * but Hopper's fp8 MMAs keep only ~14 bits of their partial sums (test_cuda_quant: 1e-4..3e-4
  * relative per GEMM). On the hidden-64 fixture releases that error moves activations across
@@ -237,6 +242,16 @@ void cuda_fp8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, c
         return;
     float *sx = (float *)ws;
     char *area = ws + fp8_scales_bytes(T);
+    if (!st->fp8_tensor_cores && st->fp8_promoted) { /* our fp8 wgmma kernel, fp32 promotion */
+        uint8_t *qx = (uint8_t *)area;
+        clef_cuda_fp8_quantize_tokens(be, T, K, x, ldx, qx, sx);
+        if (cuda_ctx(be)->status == CLEF_OK &&
+            cuda_fp8_wgmma_gemm(be, st->fp8_promoted, T, w->rows, K, qx, (const uint8_t *)w->data, sx,
+                                w->quant->u.fp8.weight_scale + w->quant_row0, bias, y, ldy, accumulate)) {
+            st->fp8_promoted_calls++;
+            return;
+        }
+    }
     if (!st->fp8_tensor_cores) {
         st->fp8_exact_calls++;
         __nv_bfloat16 *xv = (__nv_bfloat16 *)area;
