@@ -9,7 +9,10 @@
  *   bench_gpu_quant forward 9b|27b [layers] [runs] the whole backbone (random BF16 weights made
  *                                                  on the device, as bench_gpu_forward), then
  *                                                  its linears swapped for random quantized ones
- *                                                  (CLEF_BENCH_PRECISIONS="bf16,fp8": only those)
+ *                                                  (CLEF_BENCH_PRECISIONS="bf16,fp8": only those;
+ *                                                  CLEF_BENCH_FUSED_COMPARE=1: each quantized
+ *                                                  precision with its quantizers standalone,
+ *                                                  then fused into the producers)
  *   bench_gpu_quant nf4mem 27b [tokens] [runs]     the NF4 27B's device memory under the 24gb
  *                                                  and 16gb profiles (run_nf4_memory says how)
  *
@@ -510,7 +513,14 @@ static int run_forward(clef_backend *be, int is27, int64_t n_layers, int runs) {
             state = NULL;
             st = qwen35_state_create(m, be, &p, &state);
         }
+        /* CLEF_BENCH_FUSED_COMPARE=1: each quantized precision's rows twice in this process,
+         * its matmuls' own quantizers first, then the quantizers fused into the producers */
+        const char *cmp = getenv("CLEF_BENCH_FUSED_COMPARE");
+        const int passes = prec != P_BF16 && cmp && !strcmp(cmp, "1") ? 2 : 1;
+        for (int pass = 0; pass < passes && st == CLEF_OK; pass++)
         for (int c = 0; c < 5 && st == CLEF_OK; c++) {
+            if (passes == 2)
+                clef_backend_cuda_set_fused_quant(be, pass);
             const int64_t ns = cases[c][0], T = cases[c][1];
             int64_t seq[9];
             for (int64_t s = 0; s <= ns; s++)
@@ -526,11 +536,15 @@ static int run_forward(clef_backend *be, int is27, int64_t n_layers, int runs) {
             if (st != CLEF_OK)
                 break;
             double ms = bench_median(times, runs);
-            printf("| %s | %s | %.2f | %lld x %lld | %.1f | %.0f |\n", is27 ? "27B" : "9B", prec_name[prec],
-                   lin_bytes / 1073741824.0, (long long)ns, (long long)T, ms, (double)(ns * T) / (ms * 1e-3));
+            printf("| %s | %s%s | %.2f | %lld x %lld | %.1f | %.0f |\n", is27 ? "27B" : "9B", prec_name[prec],
+                   passes == 2 ? (pass ? " fused quantizers" : " standalone quantizers") : "", lin_bytes / 1073741824.0, (long long)ns, (long long)T, ms, (double)(ns * T) / (ms * 1e-3));
             fflush(stdout);
         }
         if (st == CLEF_OK && prec != P_BF16) {
+            int64_t served = 0, writes = 0;
+            clef_cuda_fused_quant_counts(be, &served, &writes);
+            printf("\nquantized hand-off so far (all precisions): %lld matmuls read a producer's codes, %lld producer "
+                   "launches wrote codes\n", (long long)served, (long long)writes);
             int64_t seq[2] = {0, 2270};
             clef_backend_cuda_profile(be, 1);
             for (int r = 0; r < 2; r++)
@@ -681,6 +695,10 @@ int main(int argc, char **argv) {
         clef_backend_cuda_set_fp8_exact_wgmma(be, atoi(f8));
         printf("exact FP8 matmuls' GEMM: %s %d\n", atoi(f8) ? "wgmma variant" : "cuBLASLt", atoi(f8));
     }
+    /* CLEF_CUDA_FUSED_QUANT=0: every quantized matmul runs its own quantizer (the same-run
+     * comparison with the producers writing the codes, the default) */
+    const char *fq = getenv("CLEF_CUDA_FUSED_QUANT");
+    printf("quantizers fused into the producers (CLEF_CUDA_FUSED_QUANT): %s\n", fq && !strcmp(fq, "0") ? "off" : "on");
     double ceiling = 0;
     if (clef_backend_cuda_gemm_ceiling(be, 8192, 8192, 8192, 20, &ceiling) == CLEF_OK)
         printf("cuBLASLt bf16 GEMM ceiling (8192^3, median of 20): %.0f TFLOP/s\n", ceiling);

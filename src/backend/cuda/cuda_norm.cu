@@ -14,9 +14,15 @@
  * backend's bf16 staging has room, the kernel also writes each value's bf16 rounding there
  * and the staging is marked as holding those rows (cuda_staging_claim, cuda_matmul.cu), so
  * the next BF16 matmul on them converts nothing. The fp32 output is written as before: a
- * quantized matmul, the residual and the head read it.
+ * quantized matmul, the residual and the head read it. When the matmul after an RMSNorm of
+ * rows wider than NORM_WARP_DIM is FP8 or INT8 ConvRot (the quantized hand-off,
+ * cuda_quant_stage.cu), the block kernels also keep the row in shared memory and write that
+ * matmul's codes and per-token scale (cuda_quant_row.cuh); the one-warp-a-row kernels do not.
  */
 #include "backend/cuda/cuda_internal.cuh"
+#include "backend/cuda/cuda_quant_row.cuh"
+
+#include <string.h>
 
 #define NORM_THREADS 128
 
@@ -63,9 +69,12 @@ __device__ float block_max(float v) {
 
 __device__ __forceinline__ float silu_f(float x) { return x / (1.0f + expf(-x)); }
 
-/* yb: NULL, or the bf16 staging of y's rows (contiguous, dim apart) */
+/* yb: NULL, or the bf16 staging of y's rows (contiguous, dim apart); tg.mode != 0: also the
+ * quantized hand-off's codes of each row (tg.K == dim; dim floats of dynamic shared memory) */
 __global__ void k_rmsnorm(int64_t dim, const float *x, int64_t ldx, const float *w, float eps, int add_one, float *y,
-                          int64_t ldy, __nv_bfloat16 *yb) {
+                          int64_t ldy, __nv_bfloat16 *yb, cuda_qstage_target tg) {
+    extern __shared__ float qrow[];
+    __shared__ float red[32];
     const float *xr = x + (int64_t)blockIdx.x * ldx;
     float *yr = y + (int64_t)blockIdx.x * ldy;
     __nv_bfloat16 *ybr = yb ? yb + (int64_t)blockIdx.x * dim : NULL;
@@ -79,6 +88,12 @@ __global__ void k_rmsnorm(int64_t dim, const float *x, int64_t ldx, const float 
         yr[i] = n;
         if (ybr)
             ybr[i] = __float2bfloat16_rn(n);
+        if (tg.mode)
+            qrow[i] = n;
+    }
+    if (tg.mode) {
+        __syncthreads();
+        cuda_qrow_quantize(tg, blockIdx.x, qrow, red);
     }
 }
 
@@ -89,7 +104,9 @@ __global__ void k_rmsnorm(int64_t dim, const float *x, int64_t ldx, const float 
 #define NORM_VEC_MAX 16
 template <int NV>
 __global__ void k_rmsnorm_vec(int64_t dim, const float *x, int64_t ldx, const float *w, float eps, int add_one,
-                              float *y, int64_t ldy, __nv_bfloat16 *yb) {
+                              float *y, int64_t ldy, __nv_bfloat16 *yb, cuda_qstage_target tg) {
+    extern __shared__ float qrow[]; /* dim floats when tg.mode != 0 (k_rmsnorm's tg) */
+    __shared__ float red[32];
     const float4 *xr = (const float4 *)(x + (int64_t)blockIdx.x * ldx);
     float4 *yr = (float4 *)(y + (int64_t)blockIdx.x * ldy);
     const float4 *w4 = (const float4 *)w;
@@ -122,6 +139,12 @@ __global__ void k_rmsnorm_vec(int64_t dim, const float *x, int64_t ldx, const fl
             packed.x = *(uint32_t *)&lo, packed.y = *(uint32_t *)&hi;
             *(uint2 *)(yb + (int64_t)blockIdx.x * dim + 4 * (int64_t)i) = packed;
         }
+        if (tg.mode)
+            ((float4 *)qrow)[i] = n;
+    }
+    if (tg.mode) {
+        __syncthreads();
+        cuda_qrow_quantize(tg, blockIdx.x, qrow, red);
     }
 }
 
@@ -289,22 +312,45 @@ void cuda_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, i
     cudaStream_t st = cuda_ctx(be)->stream;
     const int vec = dim % 4 == 0 && ldx % 4 == 0 && ldy % 4 == 0 &&
                     ((uintptr_t)x | (uintptr_t)y | (uintptr_t)w) % 16 == 0 && dim <= 4 * NORM_THREADS * NORM_VEC_MAX;
+    /* the quantized hand-off: a block kernel's rows, contiguous, each one matmul row */
+    cuda_qstage_target tg;
+    memset(&tg, 0, sizeof tg);
+    const int fused = dim > NORM_WARP_DIM && ldy == dim &&
+                      cuda_qstage_claim(be, CUDA_QSTAGE_RMSNORM, rows * dim, dim, dim, &tg);
+    size_t smem = 0;
+    if (fused) {
+        smem = sizeof(float) * (size_t)dim;
+        if (vec && dim <= 4 * NORM_THREADS * 4)
+            cudaFuncSetAttribute(k_rmsnorm_vec<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        else if (vec && dim <= 4 * NORM_THREADS * 8)
+            cudaFuncSetAttribute(k_rmsnorm_vec<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        else if (vec && dim <= 4 * NORM_THREADS * 10)
+            cudaFuncSetAttribute(k_rmsnorm_vec<10>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        else if (vec)
+            cudaFuncSetAttribute(k_rmsnorm_vec<NORM_VEC_MAX>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        else
+            cudaFuncSetAttribute(k_rmsnorm, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        cuda_record(be, cudaGetLastError(), "rmsnorm + quantizer shared memory");
+    }
     if (dim <= NORM_WARP_DIM)
         k_rmsnorm_warp<<<cuda_blocks(rows, NORM_WARP_ROWS), NORM_THREADS, 0, st>>>(rows, dim, x, ldx, w, eps, add_one, y,
                                                                                   ldy, yb);
     else if (vec && dim <= 4 * NORM_THREADS * 4)
-        k_rmsnorm_vec<4><<<(unsigned)rows, NORM_THREADS, 0, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb);
+        k_rmsnorm_vec<4><<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
     else if (vec && dim <= 4 * NORM_THREADS * 8)
-        k_rmsnorm_vec<8><<<(unsigned)rows, NORM_THREADS, 0, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb);
+        k_rmsnorm_vec<8><<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
     else if (vec && dim <= 4 * NORM_THREADS * 10)
-        k_rmsnorm_vec<10><<<(unsigned)rows, NORM_THREADS, 0, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb);
+        k_rmsnorm_vec<10><<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
     else if (vec)
-        k_rmsnorm_vec<NORM_VEC_MAX><<<(unsigned)rows, NORM_THREADS, 0, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb);
+        k_rmsnorm_vec<NORM_VEC_MAX><<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy,
+                                                                                yb, tg);
     else
-        k_rmsnorm<<<(unsigned)rows, NORM_THREADS, 0, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb);
+        k_rmsnorm<<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
     CUDA_CHECK_LAUNCH(be, "rmsnorm kernel");
     if (yb)
         cuda_staging_mark(be, y, rows * dim);
+    if (ldy == dim)
+        cuda_qstage_mark(be, CUDA_QSTAGE_RMSNORM, y, rows * dim, fused ? &tg : NULL);
 }
 
 void cuda_rmsnorm_gated(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *z,

@@ -30,6 +30,8 @@ cuda_quant_state *cuda_quant_state_of(clef_backend *be) {
         else { /* the GEMMs by default (cuda_quant_internal.cuh says why) */
             ctx->quant->int8_wgmma = CUDA_QUANT_INT8_WGMMA_DEFAULT;
             ctx->quant->fp8_exact_wgmma = CUDA_QUANT_FP8_EXACT_WGMMA_DEFAULT;
+            const char *fused = getenv("CLEF_CUDA_FUSED_QUANT"); /* "0": the standalone quantizers only */
+            ctx->quant->fused = !(fused && !strcmp(fused, "0"));
         }
     }
     return ctx->quant;
@@ -56,6 +58,7 @@ void cuda_quant_free(cuda_context *ctx) {
     if (!st)
         return;
     qplans_free(st);
+    cuda_qstage_free(st);
     cudaFree(st->scratch);
     for (int i = 0; i < 2; i++)
         if (st->timer[i])
