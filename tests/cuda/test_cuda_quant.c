@@ -36,12 +36,13 @@
  *        The wgmma GEMMs (each variant): their int32 sums equal the CPU's, and their matmul
  *        (scaling fused) the CPU's bits; at the 9B / 27B linear shapes (odd T) its sums equal
  *        cuBLASLt's everywhere and the CPU's on three rows, its matmul the cuBLASLt path's.
- *  Hand-off (cuda_quant_stage.cu): RMSNorm, SwiGLU and the attention output gate writing the
- *        next FP8 (codes or bf16 values) / INT8 ConvRot matmul's codes: codes and scales
- *        bit-identical to the standalone quantizer on the producer's own fp32 output (which
- *        the FP8 / INT8 checks hold to the CPU), the fp32 output and the matmul's result
- *        bit-identical to those with the hand-off off, and each case where it must not serve
- *        (test_fused says which); the 27B's K = 5,120 / 6,144 / 17,408 and random shapes.
+ *  Hand-off (cuda_quant_stage.cu): RMSNorm, gated RMSNorm, SwiGLU and the attention output
+ *        gate writing the next FP8 (codes or bf16 values) / INT8 ConvRot matmul's codes:
+ *        codes and scales bit-identical to the standalone quantizer on the producer's own
+ *        fp32 output (which the FP8 / INT8 checks hold to the CPU), the fp32 output and the
+ *        matmul's result bit-identical to those with the hand-off off, and each case where it
+ *        must not serve (test_fused says which); the 27B's K = 5,120 / 6,144 / 17,408 and
+ *        random shapes.
  *        `test_cuda_quant fused` runs these checks alone.
  *  NF4   the dequantized weights bit-identical to clef_nf4_dequant_bf16 (double quant and
  *        plain absmax); the matmul vs float64 of bf16(x) . W_bf16: relative L2 <= 1e-5 (fp32
@@ -638,16 +639,16 @@ static void test_nf4(int64_t T, int64_t N, int64_t K, int64_t row0, int double_q
 
 /* ---- the quantized hand-off (cuda_quant_stage.cu) ---------------------------------------- */
 
-enum { FUSED_RMSNORM, FUSED_SWIGLU, FUSED_MUL_SIGMOID };
+enum { FUSED_RMSNORM, FUSED_SWIGLU, FUSED_MUL_SIGMOID, FUSED_GATED };
 enum { FMT_FP8_EXACT, FMT_FP8_TC, FMT_INT8 };
-static const char *const fused_producer_name[] = {"rmsnorm", "swiglu", "mul_sigmoid"};
+static const char *const fused_producer_name[] = {"rmsnorm", "swiglu", "mul_sigmoid", "rmsnorm_gated"};
 static const char *const fused_fmt_name[] = {"fp8 exact", "fp8 tensor cores", "int8 convrot"};
 
 typedef struct fused_case {
     clef_backend *g;
     int producer;
-    int64_t T, K, d, H;               /* mul_sigmoid: T H rows of d (K = H d) */
-    float *x, *aux, *normw;           /* device inputs: x (norm input / swiglu gate / gated rows), aux (up / gate) */
+    int64_t T, K, d, H;               /* mul_sigmoid, rmsnorm_gated: T H rows of d (K = H d) */
+    float *x, *aux, *normw;           /* device inputs: x (norm input / swiglu gate / gated rows), aux (up / gate / z) */
     const float *host_x;              /* mul_sigmoid works in place: x is written back before each run */
     size_t x_bytes;
 } fused_case;
@@ -660,6 +661,9 @@ static void fused_produce(fused_case *c, float *out) {
         break;
     case FUSED_SWIGLU:
         clef_swiglu(c->g, c->T * c->K, c->x, c->aux, out);
+        break;
+    case FUSED_GATED:
+        clef_rmsnorm_gated(c->g, c->T * c->H, c->d, c->x, c->d, c->aux, c->d, c->normw, 1e-6f, out, c->d);
         break;
     default:
         clef_backend_write(c->g, out, c->host_x, c->x_bytes);
@@ -719,9 +723,15 @@ static void test_fused(int producer, int fmt, int64_t T, int64_t K) {
         c.normw = to_gpu(g, hw, sizeof(float) * (size_t)K);
         free(hw);
     } else {
-        c.d = K % 256 == 0 ? 256 : 128;
+        c.d = producer == FUSED_GATED ? 128 : K % 256 == 0 ? 256 : 128; /* the GDN's value heads are 128 wide */
         c.H = K / c.d;
-        size_t n_aux = producer == FUSED_SWIGLU ? (size_t)TK : (size_t)(2 * TK); /* gate rows 2d apart */
+        if (producer == FUSED_GATED) {
+            float *hw = fmalloc((size_t)c.d);
+            fill_normal(hw, (size_t)c.d, 1.0f);
+            c.normw = to_gpu(g, hw, sizeof(float) * (size_t)c.d);
+            free(hw);
+        }
+        size_t n_aux = producer == FUSED_MUL_SIGMOID ? (size_t)(2 * TK) : (size_t)TK; /* the gate's rows 2d apart */
         haux = fmalloc(n_aux);
         fill_normal(haux, n_aux, 1.5f);
         c.aux = to_gpu(g, haux, sizeof(float) * n_aux);
@@ -824,16 +834,19 @@ static void test_fused_all(void) {
         test_fused(FUSED_RMSNORM, fmt, 70, 17408); /* wider than the register kernels: k_rmsnorm */
         test_fused(FUSED_SWIGLU, fmt, 130, 17408);
         test_fused(FUSED_MUL_SIGMOID, fmt, 130, 6144); /* 24 heads of 256 */
+        test_fused(FUSED_GATED, fmt, 130, 6144);       /* 48 value heads of 128 */
         /* random shapes: multiples of 256 (the rotation's group) */
         for (int r = 0; r < 2; r++) {
             const int64_t K = 256 * (5 + (int64_t)(rnd_uniform() * 40)), T = 1 + (int64_t)(rnd_uniform() * 200);
             test_fused(r ? FUSED_SWIGLU : FUSED_RMSNORM, fmt, T, K);
             test_fused(FUSED_MUL_SIGMOID, fmt, T, K);
+            test_fused(FUSED_GATED, fmt, T, K);
         }
         if (fmt != FMT_INT8) { /* FP8 needs K % 16 only */
             test_fused(FUSED_RMSNORM, fmt, 66, 1040);
             test_fused(FUSED_SWIGLU, fmt, 66, 1040 + 16 * 7);
             test_fused(FUSED_MUL_SIGMOID, fmt, 66, 128 * 11);
+            test_fused(FUSED_GATED, fmt, 66, 128 * 11);
         }
     }
 }

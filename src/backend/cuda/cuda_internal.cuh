@@ -144,7 +144,8 @@ void cuda_staging_mark(clef_backend *be, const float *src, int64_t n);
 typedef enum cuda_qstage_kind {
     CUDA_QSTAGE_RMSNORM = 1,  /* cuda_rmsnorm: a K-long row per norm row (K == dim) */
     CUDA_QSTAGE_SWIGLU,       /* cuda_swiglu: n flat values, rows of K */
-    CUDA_QSTAGE_MUL_SIGMOID,  /* cuda_mul_sigmoid (the attention output gate): K / cols norm rows a token */
+    CUDA_QSTAGE_MUL_SIGMOID,  /* cuda_mul_sigmoid (the attention output gate): K / cols rows a token */
+    CUDA_QSTAGE_GATED_NORM,   /* cuda_rmsnorm_gated (the GDN's output): K / dim head rows a token */
 } cuda_qstage_kind;
 
 typedef enum cuda_qstage_mode {

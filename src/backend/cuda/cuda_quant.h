@@ -130,7 +130,7 @@ void clef_backend_cuda_set_fp8_epilogue(clef_backend *be, int on);
 const char *clef_cuda_fp8_gemm_path(clef_backend *be);
 
 /* The quantized hand-off (cuda_quant_stage.cu): the ops producing an FP8 / INT8 ConvRot
- * matmul's input (RMSNorm, SwiGLU, the attention output gate) write its per-token codes and
+ * matmul's input (RMSNorm, gated RMSNorm, SwiGLU, the attention output gate) write its codes and
  * scales themselves, bit-identical to the quantizers above, and the matmul skips its own
  * quantizer. on = 1 (the default unless CLEF_CUDA_FUSED_QUANT=0 is in the environment when
  * the backend's first quantized matmul runs), 0: every matmul quantizes standalone. */

@@ -1,6 +1,7 @@
 /*
  * cuda_quant_stage.cu — the quantized hand-off: the ops that produce a quantized matmul's
- * input (RMSNorm, SwiGLU, the attention output gate) write its per-token codes and scales
+ * input (RMSNorm, the gated RMSNorm, SwiGLU, the attention output gate) write its per-token
+ * codes and scales
  * beside their fp32 output, and the FP8 / INT8 ConvRot matmul after them skips its own
  * quantizer (cuda_internal.cuh says how a producer uses it; cuda_quant_row.cuh holds the
  * quantizers' arithmetic both sides share, so the codes are the standalone quantizer's bit
