@@ -9,7 +9,10 @@
  *   bench_gpu_quant forward 9b|27b [layers] [runs] the whole backbone (random BF16 weights made
  *                                                  on the device, as bench_gpu_forward), then
  *                                                  its linears swapped for random quantized ones
- *                                                  (CLEF_BENCH_PRECISIONS="bf16,fp8": only those)
+ *                                                  (CLEF_BENCH_PRECISIONS="bf16,fp8": only those;
+ *                                                  CLEF_BENCH_FUSED_COMPARE=1: each quantized
+ *                                                  precision with its quantizers standalone,
+ *                                                  then fused into the producers)
  *   bench_gpu_quant nf4gemm 9b|27b [reps]          NF4 alone: each of its GEMM modes and
  *                                                  dequantization kernels beside BF16
  *   bench_gpu_quant nf4mem 27b [tokens] [runs]     the NF4 27B's device memory under the 24gb
@@ -641,7 +644,14 @@ static int run_forward(clef_backend *be, int is27, int64_t n_layers, int runs) {
             state = NULL;
             st = qwen35_state_create(m, be, &p, &state);
         }
+        /* CLEF_BENCH_FUSED_COMPARE=1: each quantized precision's rows twice in this process,
+         * its matmuls' own quantizers first, then the quantizers fused into the producers */
+        const char *cmp = getenv("CLEF_BENCH_FUSED_COMPARE");
+        const int passes = prec != P_BF16 && cmp && !strcmp(cmp, "1") ? 2 : 1;
+        for (int pass = 0; pass < passes && st == CLEF_OK; pass++)
         for (int c = 0; c < 5 && st == CLEF_OK; c++) {
+            if (passes == 2)
+                clef_backend_cuda_set_fused_quant(be, pass);
             const int64_t ns = cases[c][0], T = cases[c][1];
             int64_t seq[9];
             for (int64_t s = 0; s <= ns; s++)
@@ -661,12 +671,17 @@ static int run_forward(clef_backend *be, int is27, int64_t n_layers, int runs) {
             size_t peak = 0;
             clef_backend_cuda_memory(be, NULL, &peak);
             const double G = 1073741824.0, weights = (double)(qwen35_weight_bytes(m) - bf16_swapped + (prec != P_BF16 ? lin_bytes : 0));
-            printf("| %s | %s | %.2f | %lld x %lld | %.1f | %.0f | %.2f | %.2f | %.2f |\n", is27 ? "27B" : "9B",
-                   prec_name[prec], lin_bytes / G, (long long)ns, (long long)T, ms, (double)(ns * T) / (ms * 1e-3),
-                   weights / G, (double)(peak - bf16_swapped) / G, ((double)(peak - bf16_swapped) - weights) / G);
+            printf("| %s | %s%s | %.2f | %lld x %lld | %.1f | %.0f | %.2f | %.2f | %.2f |\n", is27 ? "27B" : "9B",
+                   prec_name[prec], passes == 2 ? (pass ? " fused quantizers" : " standalone quantizers") : "",
+                   lin_bytes / G, (long long)ns, (long long)T, ms, (double)(ns * T) / (ms * 1e-3), weights / G,
+                   (double)(peak - bf16_swapped) / G, ((double)(peak - bf16_swapped) - weights) / G);
             fflush(stdout);
         }
         if (st == CLEF_OK && prec != P_BF16) {
+            int64_t served = 0, writes = 0;
+            clef_cuda_fused_quant_counts(be, &served, &writes);
+            printf("\nquantized hand-off so far (all precisions): %lld matmuls read a producer's codes, %lld producer "
+                   "launches wrote codes\n", (long long)served, (long long)writes);
             int64_t seq[2] = {0, 2270};
             clef_backend_cuda_profile(be, 1);
             for (int r = 0; r < 2; r++)
@@ -825,6 +840,10 @@ int main(int argc, char **argv) {
     }
     static const char *const nf4_modes[3] = {"dequantize + cuBLASLt", "fused kernel", "run15's dequantize + cuBLASLt"};
     printf("NF4 matmuls: %s\n", nf4_modes[clef_backend_cuda_nf4_gemm(be)]);
+    /* CLEF_CUDA_FUSED_QUANT=0: every quantized matmul runs its own quantizer (the same-run
+     * comparison with the producers writing the codes, the default) */
+    const char *fq = getenv("CLEF_CUDA_FUSED_QUANT");
+    printf("quantizers fused into the producers (CLEF_CUDA_FUSED_QUANT): %s\n", fq && !strcmp(fq, "0") ? "off" : "on");
     double ceiling = 0;
     if (clef_backend_cuda_gemm_ceiling(be, 8192, 8192, 8192, 20, &ceiling) == CLEF_OK)
         printf("cuBLASLt bf16 GEMM ceiling (8192^3, median of 20): %.0f TFLOP/s\n", ceiling);

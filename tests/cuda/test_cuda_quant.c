@@ -40,6 +40,14 @@
  *        The wgmma GEMMs (each variant): their int32 sums equal the CPU's, and their matmul
  *        (scaling fused) the CPU's bits; at the 9B / 27B linear shapes (odd T) its sums equal
  *        cuBLASLt's everywhere and the CPU's on three rows, its matmul the cuBLASLt path's.
+ *  Hand-off (cuda_quant_stage.cu): RMSNorm, gated RMSNorm, SwiGLU and the attention output
+ *        gate writing the next FP8 (codes or bf16 values) / INT8 ConvRot matmul's codes:
+ *        codes and scales bit-identical to the standalone quantizer on the producer's own
+ *        fp32 output (which the FP8 / INT8 checks hold to the CPU), the fp32 output and the
+ *        matmul's result bit-identical to those with the hand-off off, and each case where it
+ *        must not serve (test_fused says which); the 27B's K = 5,120 / 6,144 / 17,408 and
+ *        random shapes.
+ *        `test_cuda_quant fused` runs these checks alone.
  *  NF4   the dequantized weights bit-identical to clef_nf4_dequant_bf16 (double quant and
  *        plain absmax), from run15's kernel and the vectorized one; the matmul in each mode
  *        (run15's dequantization + cuBLASLt, the vectorized one + cuBLASLt: the same bits, and
@@ -722,6 +730,220 @@ static void test_nf4(int64_t T, int64_t N, int64_t K, int64_t row0, int double_q
     free(bias), free(yc), free(y1), free(ref), free(mag);
 }
 
+/* ---- the quantized hand-off (cuda_quant_stage.cu) ---------------------------------------- */
+
+enum { FUSED_RMSNORM, FUSED_SWIGLU, FUSED_MUL_SIGMOID, FUSED_GATED };
+enum { FMT_FP8_EXACT, FMT_FP8_TC, FMT_INT8 };
+static const char *const fused_producer_name[] = {"rmsnorm", "swiglu", "mul_sigmoid", "rmsnorm_gated"};
+static const char *const fused_fmt_name[] = {"fp8 exact", "fp8 tensor cores", "int8 convrot"};
+
+typedef struct fused_case {
+    clef_backend *g;
+    int producer;
+    int64_t T, K, d, H;               /* mul_sigmoid, rmsnorm_gated: T H rows of d (K = H d) */
+    float *x, *aux, *normw;           /* device inputs: x (norm input / swiglu gate / gated rows), aux (up / gate / z) */
+    const float *host_x;              /* mul_sigmoid works in place: x is written back before each run */
+    size_t x_bytes;
+} fused_case;
+
+/* Run the producer into out (T rows of K, contiguous). */
+static void fused_produce(fused_case *c, float *out) {
+    switch (c->producer) {
+    case FUSED_RMSNORM:
+        clef_rmsnorm(c->g, c->T, c->K, c->x, c->K, c->normw, 1e-6f, 1, out, c->K);
+        break;
+    case FUSED_SWIGLU:
+        clef_swiglu(c->g, c->T * c->K, c->x, c->aux, out);
+        break;
+    case FUSED_GATED:
+        clef_rmsnorm_gated(c->g, c->T * c->H, c->d, c->x, c->d, c->aux, c->d, c->normw, 1e-6f, out, c->d);
+        break;
+    default:
+        clef_backend_write(c->g, out, c->host_x, c->x_bytes);
+        clef_mul_sigmoid(c->g, c->T * c->H, c->d, out, c->d, c->aux, 2 * c->d);
+    }
+}
+
+static int64_t count_diff_bytes(const void *a, const void *b, size_t n) {
+    int64_t d = 0;
+    for (size_t i = 0; i < n; i++)
+        d += ((const uint8_t *)a)[i] != ((const uint8_t *)b)[i];
+    return d;
+}
+
+/* A producer writing the next quantized matmul's codes: after one matmul has learnt it, the
+ * producer's codes and scales are bit-identical to the standalone quantizer's on its own fp32
+ * output (the quantizer that the tests above hold bit-identical to the CPU), its fp32 output
+ * and the matmul's result are bit-identical to those with the hand-off off, the matmul reads
+ * them (counted), and the hand-off is refused where it must be: rows at an offset the matmul's
+ * plans would see misaligned, a column slice (another K), after any other kernel, after a
+ * matmul that wrote over the producer's rows; and kept across a matmul that wrote elsewhere
+ * (q, k, v reading one norm's codes). */
+static void test_fused(int producer, int fmt, int64_t T, int64_t K) {
+    char shape[96];
+    snprintf(shape, sizeof shape, "%s T=%lld K=%lld %s", fused_producer_name[producer], (long long)T, (long long)K,
+             fused_fmt_name[fmt]);
+    fused_case c = {.producer = producer, .T = T, .K = K};
+    CHECK_EQ_INT(clef_backend_cuda_create(0, &c.g), CLEF_OK);
+    clef_backend *g = c.g;
+    clef_backend_cuda_set_fp8_tensor_cores(g, fmt == FMT_FP8_TC);
+    const int64_t N = 96, TK = T * K;
+    const size_t esz = fmt == FMT_FP8_EXACT ? 2 : 1;
+    /* the weight: random codes, scales 0.01 */
+    void *wd = clef_backend_alloc(g, (size_t)(N * K));
+    float *swd = clef_backend_alloc(g, sizeof(float) * (size_t)N);
+    clef_wtype wt = fmt == FMT_INT8 ? CLEF_WTYPE_INT8_CONVROT : CLEF_WTYPE_FP8_E4M3;
+    clef_cuda_fill_random_codes(g, wt, wd, (size_t)(N * K), 99);
+    clef_cuda_fill_f32(g, swd, (size_t)N, 0.01f);
+    clef_quant q;
+    memset(&q, 0, sizeof q);
+    if (fmt == FMT_INT8)
+        q.u.int8_convrot.weight_scale = swd, q.u.int8_convrot.rotation_group = 256;
+    else
+        q.u.fp8.weight_scale = swd;
+    clef_matrix w = {.type = wt, .rows = N, .cols = K, .ld = K, .data = wd, .quant = &q};
+    clef_matrix w_half = w; /* a column slice's K: never the producer's codes */
+    w_half.cols = w_half.ld = K / 2;
+    /* the inputs */
+    float *hx = fmalloc((size_t)TK), *haux = NULL;
+    fill_normal(hx, (size_t)TK, 1.0f);
+    c.x_bytes = sizeof(float) * (size_t)TK;
+    c.x = to_gpu(g, hx, c.x_bytes);
+    c.host_x = hx;
+    if (producer == FUSED_RMSNORM) {
+        float *hw = fmalloc((size_t)K);
+        fill_normal(hw, (size_t)K, 0.1f);
+        c.normw = to_gpu(g, hw, sizeof(float) * (size_t)K);
+        free(hw);
+    } else {
+        c.d = producer == FUSED_GATED ? 128 : K % 256 == 0 ? 256 : 128; /* the GDN's value heads are 128 wide */
+        c.H = K / c.d;
+        if (producer == FUSED_GATED) {
+            float *hw = fmalloc((size_t)c.d);
+            fill_normal(hw, (size_t)c.d, 1.0f);
+            c.normw = to_gpu(g, hw, sizeof(float) * (size_t)c.d);
+            free(hw);
+        }
+        size_t n_aux = producer == FUSED_MUL_SIGMOID ? (size_t)(2 * TK) : (size_t)TK; /* the gate's rows 2d apart */
+        haux = fmalloc(n_aux);
+        fill_normal(haux, n_aux, 1.5f);
+        c.aux = to_gpu(g, haux, sizeof(float) * n_aux);
+    }
+    float *y1 = clef_backend_alloc(g, c.x_bytes), *y2 = clef_backend_alloc(g, c.x_bytes);
+    float *y3 = clef_backend_alloc(g, c.x_bytes);
+    float *o1 = clef_backend_alloc(g, sizeof(float) * (size_t)(T * N)), *o2 = clef_backend_alloc(g, sizeof(float) * (size_t)(T * N));
+    void *qs = clef_backend_alloc(g, (size_t)TK * esz);
+    float *ss = clef_backend_alloc(g, sizeof(float) * (size_t)T);
+
+    /* 1. the first producer + matmul: standalone, and the matmul learns */
+    fused_produce(&c, y1);
+    clef_matmul(g, T, y1, K, &w, NULL, o1, N, 0);
+    int64_t served = -1, writes = -1;
+    clef_cuda_fused_quant_counts(g, &served, &writes);
+    CHECK_MSG(served == 0 && writes == 0, "%s: the first matmul was served (%lld, %lld)", shape, (long long)served,
+              (long long)writes);
+    /* 2. the producer again: it writes the codes */
+    fused_produce(&c, y2);
+    const void *codes = NULL;
+    const float *scales = NULL;
+    int held = clef_cuda_quant_staged(g, T, y2, K, &w, &codes, &scales);
+    CHECK_MSG(held == 1, "%s: the producer wrote no codes", shape);
+    uint8_t *hq_f = malloc((size_t)TK * esz), *hq_s = malloc((size_t)TK * esz);
+    float *hs_f = fmalloc((size_t)T), *hs_s = fmalloc((size_t)T);
+    if (held) {
+        CHECK_EQ_INT(clef_backend_synchronize(g), CLEF_OK);
+        CHECK_EQ_INT(clef_backend_read(g, hq_f, codes, (size_t)TK * esz), CLEF_OK);
+        CHECK_EQ_INT(clef_backend_read(g, hs_f, scales, sizeof(float) * (size_t)T), CLEF_OK);
+        /* what must be refused, looked at while the codes are valid */
+        const void *c2 = NULL;
+        const float *s2 = NULL;
+        if (T > 64) {
+            int sub = clef_cuda_quant_staged(g, T - 64, y2 + 64 * K, K, &w, &c2, &s2);
+            CHECK_MSG(sub == 1 && c2 == (const char *)codes + (size_t)(64 * K) * esz && s2 == scales + 64,
+                      "%s: rows 64.. not served from the producer's codes", shape);
+        }
+        if (T > 1)
+            CHECK_MSG(!clef_cuda_quant_staged(g, T - 1, y2 + K, K, &w, &c2, &s2),
+                      "%s: rows from 1 on served (the plans would see other alignments)", shape);
+        CHECK_MSG(!clef_cuda_quant_staged(g, T, y2, K, &w_half, &c2, &s2), "%s: a column slice served", shape);
+        CHECK_MSG(!clef_cuda_quant_staged(g, T, y3, K, &w, &c2, &s2), "%s: other rows served", shape);
+    }
+    clef_matmul(g, T, y2, K, &w, NULL, o2, N, 0); /* reads the codes */
+    clef_cuda_fused_quant_counts(g, &served, &writes);
+    CHECK_MSG(served == 1 && writes == 1, "%s: matmuls served %lld, producer writes %lld (want 1, 1)", shape,
+              (long long)served, (long long)writes);
+    held = clef_cuda_quant_staged(g, T, y2, K, &w, &codes, &scales);
+    CHECK_MSG(held == 1, "%s: a matmul writing elsewhere ended the hand-off", shape);
+    /* 3. the standalone quantizer on the producer's fp32 output */
+    if (fmt == FMT_FP8_EXACT)
+        clef_cuda_fp8_quantize_tokens_bf16(g, T, K, y2, K, (uint16_t *)qs, ss);
+    else if (fmt == FMT_FP8_TC)
+        clef_cuda_fp8_quantize_tokens(g, T, K, y2, K, (uint8_t *)qs, ss);
+    else
+        clef_cuda_convrot_quantize_tokens(g, T, K, y2, K, 256, NULL, 0, (int8_t *)qs, ss);
+    CHECK_MSG(!clef_cuda_quant_staged(g, T, y2, K, &w, &codes, &scales), "%s: served after another kernel", shape);
+    CHECK_EQ_INT(clef_backend_synchronize(g), CLEF_OK);
+    CHECK_EQ_INT(clef_backend_read(g, hq_s, qs, (size_t)TK * esz), CLEF_OK);
+    CHECK_EQ_INT(clef_backend_read(g, hs_s, ss, sizeof(float) * (size_t)T), CLEF_OK);
+    int64_t dc = count_diff_bytes(hq_f, hq_s, (size_t)TK * esz), ds = count_diff_bytes(hs_f, hs_s, sizeof(float) * (size_t)T);
+    /* 4. the hand-off off: the producer's fp32 output and the matmul's result, bit for bit */
+    clef_backend_cuda_set_fused_quant(g, 0);
+    fused_produce(&c, y3);
+    float *o3 = clef_backend_alloc(g, sizeof(float) * (size_t)(T * N));
+    clef_matmul(g, T, y3, K, &w, NULL, o3, N, 0);
+    float *hy2 = fmalloc((size_t)TK), *hy3 = fmalloc((size_t)TK), *ho2 = fmalloc((size_t)(T * N)), *ho3 = fmalloc((size_t)(T * N));
+    CHECK_EQ_INT(clef_backend_synchronize(g), CLEF_OK);
+    clef_backend_read(g, hy2, y2, c.x_bytes), clef_backend_read(g, hy3, y3, c.x_bytes);
+    clef_backend_read(g, ho2, o2, sizeof(float) * (size_t)(T * N)), clef_backend_read(g, ho3, o3, sizeof(float) * (size_t)(T * N));
+    int64_t dy = count_diff_bytes(hy2, hy3, c.x_bytes), dout = count_diff_bytes(ho2, ho3, sizeof(float) * (size_t)(T * N));
+    clef_cuda_fused_quant_counts(g, &served, &writes);
+    CHECK_MSG(served == 1 && writes == 1, "%s: the hand-off ran while off (%lld, %lld)", shape, (long long)served,
+              (long long)writes);
+    /* 5. a matmul writing over the producer's rows ends it */
+    clef_backend_cuda_set_fused_quant(g, 1);
+    fused_produce(&c, y2);
+    clef_matmul(g, T, y2, K, &w, NULL, y2, K, 0); /* N < K: y2's first N columns */
+    int after_overwrite = clef_cuda_quant_staged(g, T, y2, K, &w, &codes, &scales);
+    CHECK_MSG(!after_overwrite, "%s: served after a matmul wrote over the rows", shape);
+    CHECK_EQ_INT(clef_backend_synchronize(g), CLEF_OK);
+    printf("fused quantizer  %-44s codes differing %lld, scales differing %lld, fp32 output differing %lld bytes, "
+           "matmul differing %lld bytes\n", shape, (long long)dc, (long long)ds, (long long)dy, (long long)dout);
+    CHECK_MSG(dc == 0 && ds == 0, "%s: the producer's codes are not the standalone quantizer's", shape);
+    CHECK_MSG(dy == 0 && dout == 0, "%s: the hand-off changed the fp32 output or the matmul", shape);
+    free(hq_f), free(hq_s), free(hs_f), free(hs_s), free(hy2), free(hy3), free(ho2), free(ho3), free(hx), free(haux);
+    void *bufs[] = {wd, swd, c.x, c.aux, c.normw, y1, y2, y3, o1, o2, o3, qs, ss};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        clef_backend_release(g, bufs[i]);
+    clef_backend_free(g);
+}
+
+static void test_fused_all(void) {
+    for (int fmt = 0; fmt < 3; fmt++) {
+        /* the 27B's rows: input / post-attention norm (5,120), o_proj / out_proj input (6,144),
+         * down_proj input (17,408); T = 130 (rows 64.. start a served slice) and 1 */
+        test_fused(FUSED_RMSNORM, fmt, 130, 5120);
+        test_fused(FUSED_RMSNORM, fmt, 1, 5120);
+        test_fused(FUSED_RMSNORM, fmt, 37, 6144);
+        test_fused(FUSED_RMSNORM, fmt, 70, 17408); /* wider than the register kernels: k_rmsnorm */
+        test_fused(FUSED_SWIGLU, fmt, 130, 17408);
+        test_fused(FUSED_MUL_SIGMOID, fmt, 130, 6144); /* 24 heads of 256 */
+        test_fused(FUSED_GATED, fmt, 130, 6144);       /* 48 value heads of 128 */
+        /* random shapes: multiples of 256 (the rotation's group) */
+        for (int r = 0; r < 2; r++) {
+            const int64_t K = 256 * (5 + (int64_t)(rnd_uniform() * 40)), T = 1 + (int64_t)(rnd_uniform() * 200);
+            test_fused(r ? FUSED_SWIGLU : FUSED_RMSNORM, fmt, T, K);
+            test_fused(FUSED_MUL_SIGMOID, fmt, T, K);
+            test_fused(FUSED_GATED, fmt, T, K);
+        }
+        if (fmt != FMT_INT8) { /* FP8 needs K % 16 only */
+            test_fused(FUSED_RMSNORM, fmt, 66, 1040);
+            test_fused(FUSED_SWIGLU, fmt, 66, 1040 + 16 * 7);
+            test_fused(FUSED_MUL_SIGMOID, fmt, 66, 128 * 11);
+            test_fused(FUSED_GATED, fmt, 66, 128 * 11);
+        }
+    }
+}
+
 /* A bad configuration is a status with a message, never a crash. */
 static void test_refusals(void) {
     clef_backend *g = NULL;
@@ -738,7 +960,8 @@ static void test_refusals(void) {
     clef_backend_free(g);
 }
 
-/* argv[1] = "nf4" or "fp8": the NF4 or the FP8 checks alone (a short device run); none: everything */
+/* argv[1] = "nf4", "fp8" or "fused": the NF4, the FP8 or the quantizer hand-off's checks alone (a
+ * short device run); none: everything */
 int main(int argc, char **argv) {
     const int fp8_only = argc > 1 && !strcmp(argv[1], "fp8");
     if (clef_backend_cuda_device_count() == 0) {
@@ -751,9 +974,17 @@ int main(int argc, char **argv) {
         fprintf(stderr, "backend creation failed: %s\n", clef_last_error());
         return 1;
     }
+    if (argc > 1 && !strcmp(argv[1], "fused")) { /* the hand-off's checks alone */
+        test_fused_all();
+        clef_backend_free(gpu);
+        clef_backend_free(cpu);
+        return test_summary();
+    }
     const int nf4_only = argc > 1 && !strcmp(argv[1], "nf4");
     if (nf4_only)
         goto nf4;
+    if (!fp8_only)
+        test_fused_all();
     test_fp8(1, 64, 256, 0, 0, 0);
     test_fp8(37, 200, 512, 16, 1, 1);
     test_fp8(300, 1024, 4096, 0, 0, 1);

@@ -8,9 +8,14 @@
  * SwiGLU (down_proj's input) and the attention output gate (o_proj's input) also write each
  * value's bf16 rounding into the matmul staging when it has room and mark it as holding them
  * (cuda_staging_claim, cuda_matmul.cu): the matmul after them converts nothing. Their fp32
- * outputs are written as before.
+ * outputs are written as before. When the matmul after them is FP8 or INT8 ConvRot (the
+ * quantized hand-off, cuda_quant_stage.cu), a row kernel (one block per token row) writes the
+ * fp32 output, the staging's bf16 and that matmul's codes + per-token scale instead: each
+ * value by the same expression as the elementwise kernel (the same fp32 bits), the row kept in
+ * shared memory for the quantizer (cuda_quant_row.cuh).
  */
 #include "backend/cuda/cuda_internal.cuh"
+#include "backend/cuda/cuda_quant_row.cuh"
 
 #define EW_THREADS 256
 
@@ -306,12 +311,62 @@ __global__ void k_mul_sigmoid(int64_t rows, int64_t cols, float *x, int64_t ldx,
     }
 }
 
+/* Threads a block of the fused row kernels (a 17,408-wide SwiGLU row is 68 KB of shared
+ * memory, so a few blocks an SM: enough loads in flight per block, as the standalone quantizer) */
+#define EW_ROW_THREADS 512
+
+/* Dynamic shared memory of a fused row kernel for rows of K floats (opting in past 48 KB). */
+template <typename F> static size_t row_smem(clef_backend *be, F kernel, int64_t K) {
+    const size_t smem = sizeof(float) * (size_t)K;
+    cuda_record(be, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+                "fused quantizer shared memory");
+    return smem;
+}
+
+/* k_mul_sigmoid<4> and the hand-off's quantizer, one block per token: its K = H cols values
+ * are H rows of x (ldx == cols, so contiguous) and of the gate. */
+__global__ void __launch_bounds__(EW_ROW_THREADS) k_mul_sigmoid_rows_q(int64_t cols, float *x, const float *gate,
+                                                                       int64_t ldg, __nv_bfloat16 *xb,
+                                                                       cuda_qstage_target tg) {
+    extern __shared__ float qrow[]; /* tg.K floats */
+    __shared__ float red[32];
+    const int64_t t = blockIdx.x, K = tg.K, H = K / cols;
+    for (int64_t k = 4 * (int64_t)threadIdx.x; k < K; k += 4 * (int64_t)blockDim.x) {
+        const int64_t h = k / cols, c = k - h * cols, r = t * H + h;
+        float *xp = x + t * K + k;
+        const float4 a = *(const float4 *)xp, g = *(const float4 *)(gate + r * ldg + c);
+        const float4 v = make_float4(a.x * sigmoid_f(g.x), a.y * sigmoid_f(g.y), a.z * sigmoid_f(g.z),
+                                     a.w * sigmoid_f(g.w));
+        *(float4 *)xp = v;
+        *(float4 *)(qrow + k) = v;
+        if (xb) {
+            __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+            uint2 packed;
+            packed.x = *(uint32_t *)&lo, packed.y = *(uint32_t *)&hi;
+            *(uint2 *)(xb + t * K + k) = packed;
+        }
+    }
+    __syncthreads();
+    cuda_qrow_quantize(tg, t, qrow, red);
+}
+
 void cuda_mul_sigmoid(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_t ldx, const float *gate,
                       int64_t ldgate) {
     if (cuda_ctx(be)->status != CLEF_OK || rows * cols <= 0)
         return;
     __nv_bfloat16 *xb = ldx == cols ? cuda_staging_claim(be, rows * cols) : NULL;
     const int vec = cols % 4 == 0 && ldx % 4 == 0 && ldgate % 4 == 0 && ((uintptr_t)x | (uintptr_t)gate) % 16 == 0;
+    cuda_qstage_target tg;
+    if (vec && ldx == cols && cuda_qstage_claim(be, CUDA_QSTAGE_MUL_SIGMOID, rows * cols, cols, 0, &tg)) {
+        const size_t smem = row_smem(be, k_mul_sigmoid_rows_q, tg.K);
+        k_mul_sigmoid_rows_q<<<(unsigned)(rows * cols / tg.K), EW_ROW_THREADS, smem, cuda_ctx(be)->stream>>>(
+            cols, x, gate, ldgate, xb, tg);
+        CUDA_CHECK_LAUNCH(be, "mul_sigmoid + quantizer kernel");
+        if (xb)
+            cuda_staging_mark(be, x, rows * cols);
+        cuda_qstage_mark(be, CUDA_QSTAGE_MUL_SIGMOID, x, rows * cols, &tg);
+        return;
+    }
     if (vec)
         k_mul_sigmoid<4><<<cuda_blocks(rows * cols / 4, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(
             rows, cols, x, ldx, gate, ldgate, xb);
@@ -321,6 +376,8 @@ void cuda_mul_sigmoid(clef_backend *be, int64_t rows, int64_t cols, float *x, in
     CUDA_CHECK_LAUNCH(be, "mul_sigmoid kernel");
     if (xb)
         cuda_staging_mark(be, x, rows * cols);
+    if (ldx == cols)
+        cuda_qstage_mark(be, CUDA_QSTAGE_MUL_SIGMOID, x, rows * cols, NULL);
 }
 
 /* VEC = 4: n and the three pointers are multiples of 4 floats (16 bytes), one float4 per
@@ -348,11 +405,44 @@ __global__ void k_swiglu(int64_t n, const float *gate, const float *up, float *y
     }
 }
 
+/* k_swiglu<4> and the hand-off's quantizer, one block per K-long row. */
+__global__ void __launch_bounds__(EW_ROW_THREADS) k_swiglu_rows_q(const float *gate, const float *up, float *y,
+                                                                  __nv_bfloat16 *yb, cuda_qstage_target tg) {
+    extern __shared__ float qrow[]; /* tg.K floats */
+    __shared__ float red[32];
+    const int64_t t = blockIdx.x, K = tg.K;
+    for (int64_t k = 4 * (int64_t)threadIdx.x; k < K; k += 4 * (int64_t)blockDim.x) {
+        const int64_t i = t * K + k;
+        const float4 g = *(const float4 *)(gate + i), u = *(const float4 *)(up + i);
+        const float4 v = make_float4(silu_f(g.x) * u.x, silu_f(g.y) * u.y, silu_f(g.z) * u.z, silu_f(g.w) * u.w);
+        *(float4 *)(y + i) = v;
+        *(float4 *)(qrow + k) = v;
+        if (yb) {
+            __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+            uint2 packed;
+            packed.x = *(uint32_t *)&lo, packed.y = *(uint32_t *)&hi;
+            *(uint2 *)(yb + i) = packed;
+        }
+    }
+    __syncthreads();
+    cuda_qrow_quantize(tg, t, qrow, red);
+}
+
 void cuda_swiglu(clef_backend *be, int64_t n, const float *gate, const float *up, float *y) {
     if (cuda_ctx(be)->status != CLEF_OK || n <= 0)
         return;
     __nv_bfloat16 *yb = cuda_staging_claim(be, n);
     const int vec = n % 4 == 0 && ((uintptr_t)gate | (uintptr_t)up | (uintptr_t)y) % 16 == 0 ? 4 : 1;
+    cuda_qstage_target tg;
+    if (vec == 4 && cuda_qstage_claim(be, CUDA_QSTAGE_SWIGLU, n, 1, 0, &tg)) {
+        const size_t smem = row_smem(be, k_swiglu_rows_q, tg.K);
+        k_swiglu_rows_q<<<(unsigned)(n / tg.K), EW_ROW_THREADS, smem, cuda_ctx(be)->stream>>>(gate, up, y, yb, tg);
+        CUDA_CHECK_LAUNCH(be, "swiglu + quantizer kernel");
+        if (yb)
+            cuda_staging_mark(be, y, n);
+        cuda_qstage_mark(be, CUDA_QSTAGE_SWIGLU, y, n, &tg);
+        return;
+    }
     if (vec == 4)
         k_swiglu<4><<<cuda_blocks(n / 4, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(n, gate, up, y, yb);
     else
@@ -360,6 +450,7 @@ void cuda_swiglu(clef_backend *be, int64_t n, const float *gate, const float *up
     CUDA_CHECK_LAUNCH(be, "swiglu kernel");
     if (yb)
         cuda_staging_mark(be, y, n);
+    cuda_qstage_mark(be, CUDA_QSTAGE_SWIGLU, y, n, NULL);
 }
 
 __global__ void k_add(int64_t n, const float *a, const float *b, float *y) {

@@ -56,6 +56,14 @@ typedef struct cuda_context {
      * contiguous rows inside that span skips its conversion. */
     int64_t xb_span;
     unsigned long long writes, xb_writes;
+    /* The last op that offered its output to the quantized hand-off (cuda_qstage_mark): which
+     * kind, the n contiguous floats it wrote at qp_src, and `writes` right after it. A
+     * quantized matmul that finds its rows there while nothing ran since learns that this kind
+     * of op feeds it (cuda_quant_stage.cu). */
+    int qp_kind;
+    const float *qp_src;
+    int64_t qp_n;
+    unsigned long long qp_writes;
     size_t resident, peak;  /* device bytes held by this backend */
     int status;             /* first error (clef_status), CLEF_OK while none */
     int attention_fp32;     /* 1: attention on the fp32 kernel only (cuda_attention.cu) */
@@ -120,6 +128,59 @@ void cuda_gemm_plans_free(cuda_context *ctx);
  * holding those n values. */
 __nv_bfloat16 *cuda_staging_claim(clef_backend *be, int64_t n);
 void cuda_staging_mark(clef_backend *be, const float *src, int64_t n);
+
+/* The quantized hand-off (cuda_quant_stage.cu), the quantized matmuls' counterpart of the
+ * staging: an op whose output the next FP8 or INT8 ConvRot matmul quantizes per token also
+ * writes that matmul's codes and per-token scales (the standalone quantizer's bits, by the
+ * same device code: cuda_quant_row.cuh), and the matmul skips its quantizer. Which format a
+ * producer writes, and for rows of which length, is learnt: a quantized matmul that quantizes
+ * rows a producer has just written records (producer kind, row length K) -> its mode, and
+ * makes the backend's code buffer large enough. A producer then asks cuda_qstage_claim
+ * before its launch; when it gets a target, its kernel writes the fp32 output as before AND
+ * for each K-long row the codes + scale into the target (cuda_qrow_quantize), and after the
+ * launch check it calls cuda_qstage_mark with the target (a producer that did not fuse calls
+ * it with NULL, so the matmul after it can learn). Valid, as the staging, while `writes` is
+ * unchanged (a matmul that writes neither the rows nor the codes keeps it valid). */
+typedef enum cuda_qstage_kind {
+    CUDA_QSTAGE_RMSNORM = 1,  /* cuda_rmsnorm: a K-long row per norm row (K == dim) */
+    CUDA_QSTAGE_SWIGLU,       /* cuda_swiglu: n flat values, rows of K */
+    CUDA_QSTAGE_MUL_SIGMOID,  /* cuda_mul_sigmoid (the attention output gate): K / cols rows a token */
+    CUDA_QSTAGE_GATED_NORM,   /* cuda_rmsnorm_gated (the GDN's output): K / dim head rows a token */
+} cuda_qstage_kind;
+
+typedef enum cuda_qstage_mode {
+    CUDA_QMODE_NONE = 0,
+    CUDA_QMODE_FP8,           /* e4m3 codes (the tensor-core path), clef_cuda_fp8_quantize_tokens */
+    CUDA_QMODE_FP8_BF16,      /* the codes' values in bf16 (the exact path), ..._tokens_bf16 */
+    CUDA_QMODE_INT8,          /* int8, no rotation (rotation group 0) */
+    CUDA_QMODE_INT8_ROT256,   /* int8 after the 256-wide butterfly Hadamard (ConvRot, not exact mode) */
+} cuda_qstage_mode;
+
+/* Where a fused producer's kernel writes row t's codes (codes + t K elements) and scale
+ * (scales[t]); static_scale: INT8's static input scale (device pointer) or NULL. */
+typedef struct cuda_qstage_target {
+    int mode;
+    int64_t K;
+    void *codes;
+    float *scales;
+    const float *static_scale;
+} cuda_qstage_target;
+
+/* A producer of `kind` about to write n contiguous floats whose rows it produces `unit`
+ * values at a time (a norm's row; 1 for elementwise ops): 1 and *tg when a quantized matmul
+ * of rows of tg->K (a multiple of unit dividing n; == only_K unless 0) was seen reading this
+ * kind's output and the code buffer holds n values; else 0 (write fp32 only). */
+int cuda_qstage_claim(clef_backend *be, int kind, int64_t n, int64_t unit, int64_t only_K, cuda_qstage_target *tg);
+/* After the producer's launch check: its output is the n floats at src; tg: the claimed
+ * target its kernel wrote, or NULL. */
+void cuda_qstage_mark(clef_backend *be, int kind, const float *src, int64_t n, const cuda_qstage_target *tg);
+/* Around each matmul (cuda_matmul.cu): whether the hand-off is valid before it, and after it
+ * keep it valid when the matmul wrote neither the producer's rows (y) nor its scratch there. */
+int cuda_qstage_valid(clef_backend *be);
+void cuda_qstage_after_matmul(clef_backend *be, int was_valid, const float *y, int64_t T, int64_t N, int64_t ldy,
+                              const void *scratch, size_t scratch_bytes);
+/* The largest dynamic shared memory a block may opt into (bytes; cached per context). */
+int cuda_smem_optin(clef_backend *be);
 
 /* cuda_norm.cu */
 void cuda_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx,

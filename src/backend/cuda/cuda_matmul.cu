@@ -447,9 +447,13 @@ void cuda_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const
     cuda_context *ctx = cuda_ctx(be);
     if (ctx->status != CLEF_OK || T <= 0)
         return;
+    /* the quantized hand-off stays valid across a matmul that writes elsewhere (cuda_quant_stage.cu) */
+    const int qstage_valid = cuda_qstage_valid(be);
     if (clef_wtype_get_traits(w->type)->is_quantized) { /* NF4, FP8, INT8: cuda_quant*.cu */
         cuda_quant_matmul(be, T, x, ldx, w, bias, y, ldy, accumulate, scratch);
         invalidate_if_written(ctx, y, T, w->rows, ldy);
+        cuda_qstage_after_matmul(be, qstage_valid, y, T, w->rows, ldy, scratch,
+                                 scratch ? cuda_quant_workspace_size(be, T, w) : 0);
         return;
     }
     const int64_t N = w->rows, K = w->cols;
@@ -483,6 +487,7 @@ void cuda_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const
         CUDA_CHECK_LAUNCH(be, "bias kernel");
     }
     invalidate_if_written(ctx, y, T, N, ldy);
+    cuda_qstage_after_matmul(be, qstage_valid, y, T, N, ldy, scratch, scratch ? cuda_matmul_workspace_size(be, T, w) : 0);
 }
 
 /* Bench support: the timed plans of this backend, one table row each. */

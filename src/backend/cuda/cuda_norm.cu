@@ -14,9 +14,18 @@
  * backend's bf16 staging has room, the kernel also writes each value's bf16 rounding there
  * and the staging is marked as holding those rows (cuda_staging_claim, cuda_matmul.cu), so
  * the next BF16 matmul on them converts nothing. The fp32 output is written as before: a
- * quantized matmul, the residual and the head read it.
+ * quantized matmul, the residual and the head read it. When the matmul after an RMSNorm of
+ * rows wider than NORM_WARP_DIM is FP8 or INT8 ConvRot (the quantized hand-off,
+ * cuda_quant_stage.cu), the block kernels also keep the row in shared memory and write that
+ * matmul's codes and per-token scale (cuda_quant_row.cuh); the one-warp-a-row kernels do not.
+ * The gated norm's rows are heads (the GDN's 128 wide), a token's out_proj row K / dim of
+ * them: its fused kernel runs one block per token, a warp per head with the per-head body of
+ * k_rmsnorm_gated_warp_vec (the same bits), the token's row in shared memory for the quantizer.
  */
 #include "backend/cuda/cuda_internal.cuh"
+#include "backend/cuda/cuda_quant_row.cuh"
+
+#include <string.h>
 
 #define NORM_THREADS 128
 
@@ -63,9 +72,12 @@ __device__ float block_max(float v) {
 
 __device__ __forceinline__ float silu_f(float x) { return x / (1.0f + expf(-x)); }
 
-/* yb: NULL, or the bf16 staging of y's rows (contiguous, dim apart) */
+/* yb: NULL, or the bf16 staging of y's rows (contiguous, dim apart); tg.mode != 0: also the
+ * quantized hand-off's codes of each row (tg.K == dim; dim floats of dynamic shared memory) */
 __global__ void k_rmsnorm(int64_t dim, const float *x, int64_t ldx, const float *w, float eps, int add_one, float *y,
-                          int64_t ldy, __nv_bfloat16 *yb) {
+                          int64_t ldy, __nv_bfloat16 *yb, cuda_qstage_target tg) {
+    extern __shared__ float qrow[];
+    __shared__ float red[32];
     const float *xr = x + (int64_t)blockIdx.x * ldx;
     float *yr = y + (int64_t)blockIdx.x * ldy;
     __nv_bfloat16 *ybr = yb ? yb + (int64_t)blockIdx.x * dim : NULL;
@@ -79,6 +91,12 @@ __global__ void k_rmsnorm(int64_t dim, const float *x, int64_t ldx, const float 
         yr[i] = n;
         if (ybr)
             ybr[i] = __float2bfloat16_rn(n);
+        if (tg.mode)
+            qrow[i] = n;
+    }
+    if (tg.mode) {
+        __syncthreads();
+        cuda_qrow_quantize(tg, blockIdx.x, qrow, red);
     }
 }
 
@@ -89,7 +107,9 @@ __global__ void k_rmsnorm(int64_t dim, const float *x, int64_t ldx, const float 
 #define NORM_VEC_MAX 16
 template <int NV>
 __global__ void k_rmsnorm_vec(int64_t dim, const float *x, int64_t ldx, const float *w, float eps, int add_one,
-                              float *y, int64_t ldy, __nv_bfloat16 *yb) {
+                              float *y, int64_t ldy, __nv_bfloat16 *yb, cuda_qstage_target tg) {
+    extern __shared__ float qrow[]; /* dim floats when tg.mode != 0 (k_rmsnorm's tg) */
+    __shared__ float red[32];
     const float4 *xr = (const float4 *)(x + (int64_t)blockIdx.x * ldx);
     float4 *yr = (float4 *)(y + (int64_t)blockIdx.x * ldy);
     const float4 *w4 = (const float4 *)w;
@@ -122,6 +142,12 @@ __global__ void k_rmsnorm_vec(int64_t dim, const float *x, int64_t ldx, const fl
             packed.x = *(uint32_t *)&lo, packed.y = *(uint32_t *)&hi;
             *(uint2 *)(yb + (int64_t)blockIdx.x * dim + 4 * (int64_t)i) = packed;
         }
+        if (tg.mode)
+            ((float4 *)qrow)[i] = n;
+    }
+    if (tg.mode) {
+        __syncthreads();
+        cuda_qrow_quantize(tg, blockIdx.x, qrow, red);
     }
 }
 
@@ -234,16 +260,15 @@ __global__ void k_rmsnorm_gated_warp(int64_t rows, int64_t dim, const float *x, 
     }
 }
 
-/* k_rmsnorm_gated_warp for dim, ldx, ldz, ldy and the pointers multiples of 4 floats and dim
- * <= 128 x NV (the GDN's 128-wide heads: one float4 of x and of z per lane, 16-byte loads). */
+/* One row r of the gated norm by one warp (lane = its lane), dim, ldx, ldz, ldy and the
+ * pointers multiples of 4 floats and dim <= 128 x NV (the GDN's 128-wide heads: one float4 of
+ * x and of z per lane, 16-byte loads); qrow: NULL, or where the row's values also go (shared
+ * memory of the fused kernel). The one body of k_rmsnorm_gated_warp_vec and
+ * k_rmsnorm_gated_rows_q, so both write the same bits. */
 template <int NV>
-__global__ void k_rmsnorm_gated_warp_vec(int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *z,
-                                         int64_t ldz, const float *w, float eps, float *y, int64_t ldy,
-                                         __nv_bfloat16 *yb) {
-    const int64_t r = (int64_t)blockIdx.x * NORM_WARP_ROWS + (threadIdx.x >> 5);
-    const int lane = threadIdx.x & 31;
-    if (r >= rows)
-        return;
+__device__ __forceinline__ void gated_row_vec(int64_t r, int lane, int64_t dim, const float *x, int64_t ldx,
+                                              const float *z, int64_t ldz, const float *w, float eps, float *y,
+                                              int64_t ldy, __nv_bfloat16 *yb, float *qrow) {
     const float4 *xr = (const float4 *)(x + r * ldx), *zr = (const float4 *)(z + r * ldz), *w4 = (const float4 *)w;
     float4 *yr = (float4 *)(y + r * ldy);
     const int n4 = (int)(dim / 4);
@@ -271,7 +296,37 @@ __global__ void k_rmsnorm_gated_warp_vec(int64_t rows, int64_t dim, const float 
             packed.x = *(uint32_t *)&lo, packed.y = *(uint32_t *)&hi;
             *(uint2 *)(yb + r * dim + 4 * (int64_t)i) = packed;
         }
+        if (qrow)
+            ((float4 *)qrow)[i] = o;
     }
+}
+
+/* k_rmsnorm_gated_warp with 16-byte loads (gated_row_vec). */
+template <int NV>
+__global__ void k_rmsnorm_gated_warp_vec(int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *z,
+                                         int64_t ldz, const float *w, float eps, float *y, int64_t ldy,
+                                         __nv_bfloat16 *yb) {
+    const int64_t r = (int64_t)blockIdx.x * NORM_WARP_ROWS + (threadIdx.x >> 5);
+    if (r >= rows)
+        return;
+    gated_row_vec<NV>(r, threadIdx.x & 31, dim, x, ldx, z, ldz, w, eps, y, ldy, yb, NULL);
+}
+
+/* The quantized hand-off's gated norm: one block per token, whose tg.K values are K / dim
+ * consecutive norm rows (ldy == dim), each by one warp as k_rmsnorm_gated_warp_vec does; the
+ * token's row kept in shared memory (tg.K floats) for the quantizer. */
+#define NORM_GATED_Q_THREADS 256
+template <int NV>
+__global__ void __launch_bounds__(NORM_GATED_Q_THREADS)
+    k_rmsnorm_gated_rows_q(int64_t dim, const float *x, int64_t ldx, const float *z, int64_t ldz, const float *w,
+                           float eps, float *y, int64_t ldy, __nv_bfloat16 *yb, cuda_qstage_target tg) {
+    extern __shared__ float qrow[];
+    __shared__ float red[32];
+    const int64_t t = blockIdx.x, heads = tg.K / dim;
+    for (int64_t h = threadIdx.x >> 5; h < heads; h += blockDim.x >> 5) /* warp-uniform */
+        gated_row_vec<NV>(t * heads + h, threadIdx.x & 31, dim, x, ldx, z, ldz, w, eps, y, ldy, yb, qrow + h * dim);
+    __syncthreads();
+    cuda_qrow_quantize(tg, t, qrow, red);
 }
 
 /* Rows run as a grid of up to 2^31-1 blocks: every model's row count fits. */
@@ -289,22 +344,45 @@ void cuda_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, i
     cudaStream_t st = cuda_ctx(be)->stream;
     const int vec = dim % 4 == 0 && ldx % 4 == 0 && ldy % 4 == 0 &&
                     ((uintptr_t)x | (uintptr_t)y | (uintptr_t)w) % 16 == 0 && dim <= 4 * NORM_THREADS * NORM_VEC_MAX;
+    /* the quantized hand-off: a block kernel's rows, contiguous, each one matmul row */
+    cuda_qstage_target tg;
+    memset(&tg, 0, sizeof tg);
+    const int fused = dim > NORM_WARP_DIM && ldy == dim &&
+                      cuda_qstage_claim(be, CUDA_QSTAGE_RMSNORM, rows * dim, dim, dim, &tg);
+    size_t smem = 0;
+    if (fused) {
+        smem = sizeof(float) * (size_t)dim;
+        if (vec && dim <= 4 * NORM_THREADS * 4)
+            cudaFuncSetAttribute(k_rmsnorm_vec<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        else if (vec && dim <= 4 * NORM_THREADS * 8)
+            cudaFuncSetAttribute(k_rmsnorm_vec<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        else if (vec && dim <= 4 * NORM_THREADS * 10)
+            cudaFuncSetAttribute(k_rmsnorm_vec<10>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        else if (vec)
+            cudaFuncSetAttribute(k_rmsnorm_vec<NORM_VEC_MAX>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        else
+            cudaFuncSetAttribute(k_rmsnorm, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        cuda_record(be, cudaGetLastError(), "rmsnorm + quantizer shared memory");
+    }
     if (dim <= NORM_WARP_DIM)
         k_rmsnorm_warp<<<cuda_blocks(rows, NORM_WARP_ROWS), NORM_THREADS, 0, st>>>(rows, dim, x, ldx, w, eps, add_one, y,
                                                                                   ldy, yb);
     else if (vec && dim <= 4 * NORM_THREADS * 4)
-        k_rmsnorm_vec<4><<<(unsigned)rows, NORM_THREADS, 0, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb);
+        k_rmsnorm_vec<4><<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
     else if (vec && dim <= 4 * NORM_THREADS * 8)
-        k_rmsnorm_vec<8><<<(unsigned)rows, NORM_THREADS, 0, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb);
+        k_rmsnorm_vec<8><<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
     else if (vec && dim <= 4 * NORM_THREADS * 10)
-        k_rmsnorm_vec<10><<<(unsigned)rows, NORM_THREADS, 0, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb);
+        k_rmsnorm_vec<10><<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
     else if (vec)
-        k_rmsnorm_vec<NORM_VEC_MAX><<<(unsigned)rows, NORM_THREADS, 0, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb);
+        k_rmsnorm_vec<NORM_VEC_MAX><<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy,
+                                                                                yb, tg);
     else
-        k_rmsnorm<<<(unsigned)rows, NORM_THREADS, 0, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb);
+        k_rmsnorm<<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
     CUDA_CHECK_LAUNCH(be, "rmsnorm kernel");
     if (yb)
         cuda_staging_mark(be, y, rows * dim);
+    if (ldy == dim)
+        cuda_qstage_mark(be, CUDA_QSTAGE_RMSNORM, y, rows * dim, fused ? &tg : NULL);
 }
 
 void cuda_rmsnorm_gated(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *z,
@@ -314,6 +392,25 @@ void cuda_rmsnorm_gated(clef_backend *be, int64_t rows, int64_t dim, const float
     __nv_bfloat16 *yb = staging_for(be, rows, dim, ldy);
     const int vec = dim % 4 == 0 && ldx % 4 == 0 && ldz % 4 == 0 && ldy % 4 == 0 &&
                     ((uintptr_t)x | (uintptr_t)z | (uintptr_t)w | (uintptr_t)y) % 16 == 0;
+    cuda_qstage_target tg;
+    if (vec && dim <= 256 && ldy == dim && cuda_qstage_claim(be, CUDA_QSTAGE_GATED_NORM, rows * dim, dim, 0, &tg)) {
+        const size_t smem = sizeof(float) * (size_t)tg.K;
+        const unsigned tokens = (unsigned)(rows * dim / tg.K);
+        if (dim <= 128) {
+            cudaFuncSetAttribute(k_rmsnorm_gated_rows_q<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+            k_rmsnorm_gated_rows_q<1><<<tokens, NORM_GATED_Q_THREADS, smem, cuda_ctx(be)->stream>>>(
+                dim, x, ldx, z, ldz, w, eps, y, ldy, yb, tg);
+        } else {
+            cudaFuncSetAttribute(k_rmsnorm_gated_rows_q<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+            k_rmsnorm_gated_rows_q<2><<<tokens, NORM_GATED_Q_THREADS, smem, cuda_ctx(be)->stream>>>(
+                dim, x, ldx, z, ldz, w, eps, y, ldy, yb, tg);
+        }
+        CUDA_CHECK_LAUNCH(be, "rmsnorm_gated + quantizer kernel");
+        if (yb)
+            cuda_staging_mark(be, y, rows * dim);
+        cuda_qstage_mark(be, CUDA_QSTAGE_GATED_NORM, y, rows * dim, &tg);
+        return;
+    }
     if (vec && dim <= 128)
         k_rmsnorm_gated_warp_vec<1><<<cuda_blocks(rows, NORM_WARP_ROWS), NORM_THREADS, 0, cuda_ctx(be)->stream>>>(
             rows, dim, x, ldx, z, ldz, w, eps, y, ldy, yb);
@@ -329,6 +426,8 @@ void cuda_rmsnorm_gated(clef_backend *be, int64_t rows, int64_t dim, const float
     CUDA_CHECK_LAUNCH(be, "rmsnorm_gated kernel");
     if (yb)
         cuda_staging_mark(be, y, rows * dim);
+    if (ldy == dim)
+        cuda_qstage_mark(be, CUDA_QSTAGE_GATED_NORM, y, rows * dim, NULL);
 }
 
 void cuda_layernorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *w,

@@ -39,6 +39,8 @@ cuda_quant_state *cuda_quant_state_of(clef_backend *be) {
             else if (nf4 && !strcmp(nf4, "run15"))
                 ctx->quant->nf4_gemm = CLEF_CUDA_NF4_RUN15;
             ctx->quant->fp8_promoted = CUDA_QUANT_FP8_PROMOTED_DEFAULT;
+            const char *fused = getenv("CLEF_CUDA_FUSED_QUANT"); /* "0": the standalone quantizers only */
+            ctx->quant->fused = !(fused && !strcmp(fused, "0"));
         }
     }
     return ctx->quant;
@@ -65,6 +67,7 @@ void cuda_quant_free(cuda_context *ctx) {
     if (!st)
         return;
     qplans_free(st);
+    cuda_qstage_free(st);
     cudaFree(st->scratch);
     for (int i = 0; i < 2; i++)
         if (st->timer[i])

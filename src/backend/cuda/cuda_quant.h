@@ -169,6 +169,20 @@ void clef_backend_cuda_set_fp8_epilogue(clef_backend *be, int on);
  * joined by "and" when several ran, or "untried". */
 const char *clef_cuda_fp8_gemm_path(clef_backend *be);
 
+/* The quantized hand-off (cuda_quant_stage.cu): the ops producing an FP8 / INT8 ConvRot
+ * matmul's input (RMSNorm, gated RMSNorm, SwiGLU, the attention output gate) write its codes and
+ * scales themselves, bit-identical to the quantizers above, and the matmul skips its own
+ * quantizer. on = 1 (the default unless CLEF_CUDA_FUSED_QUANT=0 is in the environment when
+ * the backend's first quantized matmul runs), 0: every matmul quantizes standalone. */
+void clef_backend_cuda_set_fused_quant(clef_backend *be, int on);
+/* How many matmuls read a producer's codes, and how many producer launches wrote codes. */
+void clef_cuda_fused_quant_counts(clef_backend *be, int64_t *matmuls_served, int64_t *producer_writes);
+/* For tests: 1 and the device pointers a matmul on w would read for x [T, K = w->cols] (ldx)
+ * right now instead of quantizing (codes: uint8 e4m3, bf16 values on the exact FP8 path, or
+ * int8; scales: T floats); 0 when it would quantize itself. */
+int clef_cuda_quant_staged(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
+                           const void **codes, const float **scales);
+
 /* Bench support: random codes of format t at dst (bytes of device memory), never NaN:
  * FP8_E4M3 finite e4m3 codes of either sign, INT8_CONVROT int8 in [-127, 127], NF4 any
  * nibbles (and any other bytes, such as NF4 absmax codes). Returns a clef_status. */

@@ -17,45 +17,14 @@
  *   q = clamp(rint(r / s), -128, 127)
  * The ConvRot row lives in shared memory (K floats; the exact form another K for its output),
  * read from global memory once; the butterfly's last stage takes the row maximum as it writes.
+ * The rounding steps are cuda_quant_row.cuh's, which the fused producers share (the hand-off,
+ * cuda_quant_stage.cu): their codes are these kernels' bit for bit.
  */
-#include "backend/cuda/cuda_quant_internal.cuh"
-
-#include <float.h>
+#include "backend/cuda/cuda_quant_row.cuh"
 
 /* 512 threads a row: a 17,408-wide row is one block per row with 68 KB of shared memory, so at
  * most three blocks fit an SM; enough loads must be in flight per block to keep memory busy. */
 #define QACT_THREADS 512
-
-/* The CPU's clef_f32_to_fp8e4m3 (torch's cast: round to nearest even, NaN at >= 480), in the
- * same integer steps. */
-__device__ __forceinline__ uint8_t f32_to_e4m3(float f) {
-    uint32_t u = __float_as_uint(f);
-    uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
-    u &= 0x7fffffffu;
-    if (u > 0x7f800000u || u >= 0x43f00000u)
-        return (uint8_t)(sign | 0x7fu);
-    if (u < 0x3c800000u) { /* subnormal: multiples of 2^-9, scaled exactly, rounded to even */
-        float steps = rintf(__fmul_rn(__uint_as_float(u), 512.0f));
-        return (uint8_t)(sign | (uint8_t)steps);
-    }
-    uint32_t r = (u + 0x7ffffu + ((u >> 20) & 1u)) >> 20;
-    return (uint8_t)(sign | (uint8_t)(r - (120u << 3)));
-}
-
-/* The maximum of v over the block (every thread gets it). */
-__device__ float block_max(float v, float *red) {
-    for (int o = 16; o > 0; o >>= 1)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    __syncthreads(); /* red may still be read from a previous call */
-    if (lane == 0)
-        red[warp] = v;
-    __syncthreads();
-    v = red[0];
-    for (int i = 1; i < (int)(blockDim.x / 32); i++)
-        v = fmaxf(v, red[i]);
-    return v;
-}
 
 /* Rows wider than this many floats (the shared memory a block can have, less the kernel's own)
  * take the two-pass kernel: every model here is far below it (17,408 at most). */
@@ -63,12 +32,6 @@ static int64_t fp8_row_limit(clef_backend *be) {
     int dev_max = 0;
     cudaDeviceGetAttribute(&dev_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, cuda_ctx(be)->device);
     return ((int64_t)dev_max - 1024) / (int64_t)sizeof(float);
-}
-
-/* The code of x / s (the CPU's steps) */
-__device__ __forceinline__ uint8_t fp8_code(float x, float s) {
-    float v = __fdiv_rn(x, s);
-    return f32_to_e4m3(fminf(fmaxf(v, -448.0f), 448.0f));
 }
 
 /* The row's code at k goes out as the code (uint8) or as its value in bf16 (exact: every e4m3
@@ -105,10 +68,7 @@ __global__ void __launch_bounds__(QACT_THREADS) k_fp8_quantize_rows(int64_t K, c
             amax = fmaxf(amax, fabsf(v));
         }
     }
-    amax = block_max(amax, red);
-    float s = __fdiv_rn(amax, 448.0f);
-    if (s == 0.0f)
-        s = FLT_EPSILON;
+    const float s = fp8_row_scale(qrow_block_max(amax, red));
     if (threadIdx.x == 0)
         scale[t] = s;
     if (vec4) {
@@ -144,10 +104,7 @@ __global__ void __launch_bounds__(QACT_THREADS) k_fp8_quantize_rows_2pass(int64_
     float amax = 0.0f;
     for (int64_t k = threadIdx.x; k < K; k += blockDim.x)
         amax = fmaxf(amax, fabsf(xr[k]));
-    amax = block_max(amax, red);
-    float s = __fdiv_rn(amax, 448.0f);
-    if (s == 0.0f)
-        s = FLT_EPSILON;
+    const float s = fp8_row_scale(qrow_block_max(amax, red));
     if (threadIdx.x == 0)
         scale[t] = s;
     for (int64_t k = threadIdx.x; k < K; k += blockDim.x)
@@ -180,27 +137,6 @@ extern "C" void clef_cuda_fp8_quantize_tokens(clef_backend *be, int64_t T, int64
 extern "C" void clef_cuda_fp8_quantize_tokens_bf16(clef_backend *be, int64_t T, int64_t K, const float *x,
                                                    int64_t ldx, uint16_t *qv, float *scale) {
     fp8_quantize<true>(be, T, K, x, ldx, qv, scale);
-}
-
-/* One radix-4 stage of stride s over every 256-group of r[0, K): butterfly b of a group
- * touches j, j + s, j + 2s, j + 3s with j = (b / s) * 4s + b % s. The CPU's FHT_STAGE. Returns
- * the largest magnitude this thread wrote (the last stage's gives the row maximum: no pass of
- * its own). */
-__device__ __forceinline__ float fht_stage(float *r, int64_t K, int s) {
-    float amax = 0.0f;
-    for (int64_t i = threadIdx.x; i < K / 4; i += blockDim.x) {
-        int64_t g = (i / 64) * 256;
-        int b = (int)(i % 64);
-        int64_t j = g + (b / s) * 4 * s + b % s;
-        float a = r[j], bb = r[j + s], c = r[j + 2 * s], d = r[j + 3 * s];
-        float ab = __fadd_rn(a, bb), a_b = __fsub_rn(a, bb), cd = __fadd_rn(c, d), c_d = __fsub_rn(c, d);
-        float o0 = __fmul_rn(0.5f, __fadd_rn(ab, c_d)), o1 = __fmul_rn(0.5f, __fsub_rn(ab, c_d));
-        float o2 = __fmul_rn(0.5f, __fadd_rn(a_b, cd)), o3 = __fmul_rn(0.5f, __fsub_rn(cd, a_b));
-        r[j] = o0, r[j + s] = o1, r[j + 2 * s] = o2, r[j + 3 * s] = o3;
-        amax = fmaxf(amax, fmaxf(fmaxf(fabsf(o0), fabsf(o1)), fmaxf(fabsf(o2), fabsf(o3))));
-    }
-    __syncthreads();
-    return amax;
 }
 
 /* y = x H256 for every group, as clef_hadamard256_torch_f32 sums it: H[k][j] = +-1/16, the
@@ -258,8 +194,7 @@ __global__ void __launch_bounds__(QACT_THREADS) k_convrot_quantize_rows(int64_t 
         if (!rotate || exact)
             for (int64_t k = threadIdx.x; k < K; k += blockDim.x)
                 amax = fmaxf(amax, fabsf(r[k]));
-        amax = block_max(amax, red);
-        s = fmaxf(__fdiv_rn(amax, 127.0f), 1e-30f);
+        s = int8_row_scale(qrow_block_max(amax, red));
     }
     if (threadIdx.x == 0)
         scale[t] = s;
@@ -268,16 +203,12 @@ __global__ void __launch_bounds__(QACT_THREADS) k_convrot_quantize_rows(int64_t 
         for (int64_t k = threadIdx.x; k < K / 4; k += blockDim.x) {
             float4 v = ((const float4 *)r)[k];
             char4 c;
-            c.x = (signed char)fminf(fmaxf(rintf(__fdiv_rn(v.x, s)), -128.0f), 127.0f);
-            c.y = (signed char)fminf(fmaxf(rintf(__fdiv_rn(v.y, s)), -128.0f), 127.0f);
-            c.z = (signed char)fminf(fmaxf(rintf(__fdiv_rn(v.z, s)), -128.0f), 127.0f);
-            c.w = (signed char)fminf(fmaxf(rintf(__fdiv_rn(v.w, s)), -128.0f), 127.0f);
+            c.x = int8_code(v.x, s), c.y = int8_code(v.y, s), c.z = int8_code(v.z, s), c.w = int8_code(v.w, s);
             ((char4 *)qr)[k] = c;
         }
     } else {
         for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
-            float v = fminf(fmaxf(rintf(__fdiv_rn(r[k], s)), -128.0f), 127.0f);
-            qr[k] = (int8_t)v;
+            qr[k] = int8_code(r[k], s);
         }
     }
 }

@@ -40,7 +40,9 @@
  *
  * Scratch: scales [T] | then either (tensor cores) codes [T, K] | fp32 products [chunk, N] (the
  * epilogue path), or (exact) code values [T, K] bf16 | weights [N, K] bf16 | fp32 products
- * [chunk, N].
+ * [chunk, N]. Where the op that produced x already wrote the codes (or values) and scales
+ * (the quantized hand-off, cuda_quant_stage.cu) the GEMM reads those and the quantizer does
+ * not run; the scratch's code and scale areas then go unused.
  */
 #include "backend/cuda/cuda_quant_internal.cuh"
 
@@ -240,29 +242,50 @@ void cuda_fp8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, c
     char *ws = (char *)cuda_quant_scratch(be, scratch, cuda_fp8_workspace_size(T, w));
     if (!st || !ws)
         return;
-    float *sx = (float *)ws;
+    float *own_sx = (float *)ws;
     char *area = ws + fp8_scales_bytes(T);
-    if (!st->fp8_tensor_cores && st->fp8_promoted) { /* our fp8 wgmma kernel, fp32 promotion */
-        uint8_t *qx = (uint8_t *)area;
-        clef_cuda_fp8_quantize_tokens(be, T, K, x, ldx, qx, sx);
+    /* the input's form: e4m3 codes for the fp8 tensor cores and for our promoted wgmma kernel,
+     * their bf16 values for the exact path (cuda_qstage_mode_of says the same) */
+    const int promoted = !st->fp8_tensor_cores && st->fp8_promoted;
+    const int mode = st->fp8_tensor_cores || promoted ? CUDA_QMODE_FP8 : CUDA_QMODE_FP8_BF16;
+    /* the codes and scales an op producing x wrote (cuda_quant_stage.cu), else quantize here */
+    const void *staged = NULL;
+    const float *staged_sx = NULL;
+    int fused = cuda_qstage_rows(be, mode, T, x, ldx, K, NULL, &staged, &staged_sx);
+    if (!fused)
+        cuda_qstage_learn(be, mode, x, ldx, K, NULL);
+    const float *sx = fused ? staged_sx : own_sx;
+    if (promoted) { /* our fp8 wgmma kernel, fp32 promotion */
+        const uint8_t *qx = (const uint8_t *)staged;
+        if (!fused) {
+            clef_cuda_fp8_quantize_tokens(be, T, K, x, ldx, (uint8_t *)area, own_sx);
+            qx = (const uint8_t *)area;
+        }
         if (cuda_ctx(be)->status == CLEF_OK &&
             cuda_fp8_wgmma_gemm(be, st->fp8_promoted, T, w->rows, K, qx, (const uint8_t *)w->data, sx,
                                 w->quant->u.fp8.weight_scale + w->quant_row0, bias, y, ldy, accumulate)) {
             st->fp8_promoted_calls++;
             return;
         }
+        fused = 0, sx = own_sx; /* a layout it does not run: the exact path, quantizing for itself */
     }
     if (!st->fp8_tensor_cores) {
         st->fp8_exact_calls++;
-        __nv_bfloat16 *xv = (__nv_bfloat16 *)area;
-        clef_cuda_fp8_quantize_tokens_bf16(be, T, K, x, ldx, (uint16_t *)xv, sx);
+        const __nv_bfloat16 *xv = (const __nv_bfloat16 *)staged;
+        if (!fused) {
+            clef_cuda_fp8_quantize_tokens_bf16(be, T, K, x, ldx, (uint16_t *)area, own_sx);
+            xv = (const __nv_bfloat16 *)area;
+        }
         fp8_gemm_exact(be, T, w, xv, sx, bias, y, ldy, accumulate,
                        area + cuda_quant_align(sizeof(uint16_t) * (size_t)(T * K)));
         return;
     }
-    uint8_t *qx = (uint8_t *)area;
+    const uint8_t *qx = (const uint8_t *)staged;
     float *prod = (float *)(area + fp8_codes_bytes(T, K));
-    clef_cuda_fp8_quantize_tokens(be, T, K, x, ldx, qx, sx);
+    if (!fused) {
+        clef_cuda_fp8_quantize_tokens(be, T, K, x, ldx, (uint8_t *)area, own_sx);
+        qx = (const uint8_t *)area;
+    }
     if (!st->fp8_force_epilogue && fp8_gemm_outer(be, T, w, qx, sx, bias, y, ldy, accumulate)) {
         st->fp8_outer_calls++;
         return;

@@ -14,7 +14,9 @@
  * Layouts as in cuda_matmul.cu (TN: the only int8 layout cuBLASLt runs without its special
  * orderings): W [N, K] = column-major K x N (op T), codes [T, K] = K x T, int32 products
  * [rows, ldacc] = column-major N x rows with ldacc = N rounded up to 4.
- * Scratch: codes [T, K] | scales [T] | int32 products [chunk, ldacc].
+ * Scratch: codes [T, K] | scales [T] | int32 products [chunk, ldacc]. Where the op that produced
+ * x already wrote the codes and scales (the quantized hand-off, cuda_quant_stage.cu: the
+ * butterfly rotation, not the exact mode) the GEMM reads those and the quantizer does not run.
  */
 #include "backend/cuda/cuda_quant_internal.cuh"
 
@@ -86,10 +88,20 @@ void cuda_int8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, 
     char *ws = (char *)cuda_quant_scratch(be, scratch, cuda_int8_workspace_size(T, w));
     if (!st || !ws)
         return;
-    int8_t *qx = (int8_t *)ws;
-    float *sx = (float *)(ws + int8_codes_bytes(T, K));
+    const int8_t *qx = (const int8_t *)ws;
+    const float *sx = (const float *)(ws + int8_codes_bytes(T, K));
     int32_t *acc = (int32_t *)(ws + int8_codes_bytes(T, K) + int8_scales_bytes(T));
-    clef_cuda_convrot_quantize_tokens(be, T, K, x, ldx, q->rotation_group, q->input_scale, st->convrot_exact, qx, sx);
+    /* the codes and scales an op producing x wrote (cuda_quant_stage.cu), else quantize here */
+    const int mode = cuda_qstage_mode_of(be, w);
+    const void *staged = NULL;
+    const float *staged_sx = NULL;
+    if (cuda_qstage_rows(be, mode, T, x, ldx, K, q->input_scale, &staged, &staged_sx)) {
+        qx = (const int8_t *)staged, sx = staged_sx;
+    } else {
+        cuda_qstage_learn(be, mode, x, ldx, K, q->input_scale);
+        clef_cuda_convrot_quantize_tokens(be, T, K, x, ldx, q->rotation_group, q->input_scale, st->convrot_exact,
+                                          (int8_t *)ws, (float *)(ws + int8_codes_bytes(T, K)));
+    }
     const float *sw = q->weight_scale + w->quant_row0;
     if (st->int8_wgmma && ctx->status == CLEF_OK &&
         cuda_wgmma_gemm(be, 0, st->int8_wgmma, T, N, K, qx, w->data, sx, sw, bias, y, ldy, accumulate))

@@ -58,6 +58,15 @@ typedef struct cuda_qplan {
 
 #define CUDA_QPLANS 64
 
+/* What the hand-off learnt (cuda_quant_stage.cu): producer kind and row length K -> the mode
+ * (and INT8's static input scale) of the matmul that read its rows. */
+#define CUDA_QSTAGE_WANTS 8
+typedef struct cuda_qstage_want {
+    int kind, mode;
+    int64_t K;
+    const float *static_scale;
+} cuda_qstage_want;
+
 typedef struct cuda_quant_state {
     void *scratch;            /* the formats' own scratch when the caller passes none */
     size_t scratch_bytes;
@@ -74,6 +83,21 @@ typedef struct cuda_quant_state {
     int fp8_promoted;         /* clef_backend_cuda_set_fp8_promoted: CLEF_CUDA_FP8_PROMOTE_* */
     char fp8_path_name[96];   /* clef_cuda_fp8_gemm_path's answer */
     cudaEvent_t timer[2];     /* clef_cuda_timer_start / stop, made on first use */
+    /* The quantized hand-off (cuda_quant_stage.cu): on/off, what was learnt, the code buffer,
+     * what it holds, and how often it served a matmul. */
+    int fused;                /* 1 (default; CLEF_CUDA_FUSED_QUANT=0 in the environment: 0) */
+    cuda_qstage_want wants[CUDA_QSTAGE_WANTS];
+    int n_wants;
+    void *qs_codes;           /* codes (up to 2 bytes each) and scales, grown by a matmul that learns */
+    float *qs_scales;
+    size_t qs_codes_bytes, qs_scales_bytes;
+    const float *held_src;    /* the buffer holds the codes of the held_n floats from held_src on, */
+    int64_t held_n, held_K;   /* in rows of held_K, in held_mode, while `writes` == held_writes */
+    int held_mode;
+    const float *held_static;
+    unsigned long long held_writes;
+    int64_t fused_served;     /* matmuls served by a producer's codes (clef_cuda_fused_quant_counts) */
+    int64_t fused_writes;     /* producer launches that wrote codes */
     cuda_qplan plans[CUDA_QPLANS];
 } cuda_quant_state;
 
@@ -178,6 +202,21 @@ int cuda_nf4_gemm_fused(clef_backend *be, int64_t T, const __nv_bfloat16 *xb, co
  * NULL on failure (status recorded). */
 const __nv_bfloat16 *cuda_matmul_bf16_rows(clef_backend *be, int64_t T, const float *x, int64_t ldx, int64_t K,
                                            void *scratch);
+
+/* The matmul side of the hand-off (cuda_quant_stage.cu). cuda_qstage_rows: 1 with the
+ * codes and scales of x [T, K] (ldx) in `mode` when a producer wrote them and nothing wrote
+ * since (rows inside its output, at a row offset that keeps the pointers 256-byte aligned,
+ * as the matmul's own scratch is: the same GEMM plans); else 0 and the matmul quantizes.
+ * cuda_qstage_learn: called by a matmul about to quantize x itself (before its quantizer
+ * runs): if the last producer's output holds x's rows and nothing ran since, remember that
+ * this producer kind feeds `mode` at row length K and grow the code buffer for its output. */
+int cuda_qstage_rows(clef_backend *be, int mode, int64_t T, const float *x, int64_t ldx, int64_t K,
+                     const float *static_scale, const void **codes, const float **scales);
+void cuda_qstage_learn(clef_backend *be, int mode, const float *x, int64_t ldx, int64_t K, const float *static_scale);
+/* The mode a matmul on w quantizes its input in (CUDA_QMODE_NONE: never through the hand-off). */
+int cuda_qstage_mode_of(clef_backend *be, const clef_matrix *w);
+/* Free the hand-off's buffers (cuda_quant_free). */
+void cuda_qstage_free(cuda_quant_state *st);
 
 /* Each format's matmul (backend.h's contract) and the scratch it needs for T rows. */
 void cuda_fp8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
