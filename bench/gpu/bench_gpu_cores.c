@@ -1,7 +1,8 @@
 /*
  * bench_gpu_cores.c — the two sequence cores of the Qwen3.5 backbone alone on the CUDA
  * backend, at the real 27B / 9B head shapes, one layer each: the gated delta rule (chunked
- * vs recurrent form) and causal attention (tensor-core vs fp32 kernel). Prints ms per layer
+ * vs recurrent form; the chunked one also with the run15 3xTF32 products and over 8 packed
+ * records of 1,502 tokens) and causal attention (tensor-core vs fp32 kernel). Prints ms per layer
  * (median of runs after a warm-up), the FLOPs each form must do, and TFLOP/s. It exists so
  * the per-kernel profile (ncu over this program) and the tuning of these kernels need no
  * whole-model run; the whole-model numbers are bench_gpu_forward's.
@@ -78,7 +79,7 @@ int main(int argc, char **argv) {
     clef_backend_cuda_set_gdn_chunked(gpu, 1); /* mode CHUNKED: the WY/UT kernel */
     const int64_t Hk = 16, Hv = is27 ? 48 : 32, dk = 128, dv = 128;
     const int64_t Hq = is27 ? 24 : 16, Hkv = 4, hd = 256;
-    const int64_t Ts[] = {298, 1502, 2270, 8192}, Tmax = 8192;
+    const int64_t Ts[] = {298, 1502, 2270, 8192}, n_rec = 8, rec_len = 1502, Tmax = n_rec * rec_len;
     /* one buffer big enough for either core's inputs at Tmax, filled once */
     const int64_t ldqkv = 2 * Hk * dk + Hv * dv, ldq_att = Hq * 2 * hd, ldkv_att = Hkv * hd;
     const size_t n_in = (size_t)(Tmax * (ldqkv > ldq_att + 2 * ldkv_att ? ldqkv : ldq_att + 2 * ldkv_att));
@@ -112,6 +113,12 @@ int main(int argc, char **argv) {
                                    : nc * (double)Hv * 2 * (2 * C * C * dk + C * C * C / 3 + 3 * C * dk * dv + 2 * C * C * dv) / 1e9;
             printf("| gdn | %s | %lld | %.3f | %.1f | %.1f |\n", mode ? "recurrent" : "chunked", (long long)T, ms, gf,
                    gf / ms);
+            if (!mode) { /* the run15 product form (3xTF32) in the same run */
+                clef_backend_cuda_tune_gdn_products(CLEF_GDN_PRODUCTS_TF32X3);
+                const double mt = time_ms(run_gdn, &c, runs);
+                printf("| gdn | chunked tf32x3 | %lld | %.3f | %.1f | %.1f |\n", (long long)T, mt, gf, gf / mt);
+                clef_backend_cuda_tune_gdn_products(0);
+            }
             clef_backend_release(gpu, c.ws);
             /* the chunked kernel's tuning (segment length, walk columns) at the long shapes */
             static const int tunes[][2] = {{8, 0}, {32, 0}, {128, 0}, {16, 32}, {16, 64}};
@@ -142,6 +149,31 @@ int main(int argc, char **argv) {
                    gf, gf / ms);
         }
         clef_backend_cuda_set_attention_fp32(gpu, 0);
+    }
+    { /* the chunked delta rule over 8 packed records of 1,502 tokens (a batched forward's call) */
+        int64_t start[9];
+        int32_t start32[9];
+        for (int64_t s = 0; s <= n_rec; s++)
+            start[s] = s * rec_len, start32[s] = (int32_t)(s * rec_len);
+        int32_t *start_d = to_gpu(gpu, start32, sizeof start32);
+        const clef_seqs sq = {.n_seqs = n_rec, .start = start, .start_dev = start_d, .max_len = rec_len};
+        const int64_t T = n_rec * rec_len;
+        gdn_case c = {.a = {.T = T, .n_k_heads = Hk, .n_v_heads = Hv, .dk = dk, .dv = dv, .q = in, .ldq = ldqkv,
+                            .k = in + Hk * dk, .ldk = ldqkv, .v = in + 2 * Hk * dk, .ldv = ldqkv, .g = gbd,
+                            .beta = gbd + Tmax * Hv, .o = out, .ldo = Hv * dv, .l2norm_qk = 1, .seqs = &sq,
+                            .mode = CLEF_GDN_CHUNKED}};
+        c.ws = clef_backend_alloc(gpu, clef_gdn_workspace_size(gpu, &c.a));
+        const double nc = (double)(n_rec * ((rec_len + 63) / 64)), C = 64;
+        const double gf = nc * (double)Hv * 2 * (2 * C * C * dk + C * C * C / 3 + 3 * C * dk * dv + 2 * C * C * dv) / 1e9;
+        static const int forms[] = {0, CLEF_GDN_PRODUCTS_TF32X3};
+        static const char *names[] = {"chunked", "chunked tf32x3"};
+        for (int f = 0; f < 2; f++) {
+            clef_backend_cuda_tune_gdn_products(forms[f]);
+            const double ms = time_ms(run_gdn, &c, runs);
+            printf("| gdn | %s | 8 x 1502 | %.3f | %.1f | %.1f |\n", names[f], ms, gf, gf / ms);
+        }
+        clef_backend_cuda_tune_gdn_products(0);
+        clef_backend_release(gpu, c.ws), clef_backend_release(gpu, start_d);
     }
     clef_backend_release(gpu, in), clef_backend_release(gpu, gbd), clef_backend_release(gpu, out);
     clef_backend_free(gpu);

@@ -474,9 +474,15 @@ static void gdn_reference(const clef_gdn_args *a, const float *state_in, double 
     free(S), free(q), free(k), free(sk);
 }
 
+/* test_gdn's row padding (1: rows that are not 16-byte aligned, the chunked kernel's element-
+ * wise loads; 0: aligned rows, its cp.async loads, as in the model) and the label of the
+ * chunked kernel's product form under test (clef_backend_cuda_tune_gdn_products). */
+static int gdn_row_pad = 1;
+static const char *gdn_form = "";
+
 static void test_gdn(int64_t T, int64_t Hk, int64_t Hv, int64_t dk, int64_t dv, int with_state, int l2norm,
                      clef_gdn_mode mode) {
-    const int64_t ldq = Hk * dk * 2 + Hv * dv + 1; /* q, k, v inside one conv output row */
+    const int64_t ldq = Hk * dk * 2 + Hv * dv + gdn_row_pad; /* q, k, v inside one conv output row */
     size_t nqkv = (size_t)(T * ldq), nh = (size_t)(T * Hv), ns = (size_t)(Hv * dk * dv);
     const int64_t ldo = Hv * dv + 3;
     size_t no = (size_t)(T * ldo);
@@ -510,9 +516,10 @@ static void test_gdn(int64_t T, int64_t Hk, int64_t Hv, int64_t dk, int64_t dv, 
     for (size_t i = 0; i < no; i++)
         of[i] = (float)od[i];
     char shape[96];
-    snprintf(shape, sizeof shape, "%s T=%lld H=%lld/%lld dk=%lld dv=%lld%s%s",
-             mode == CLEF_GDN_CHUNKED ? "chunked" : "recurrent", (long long)T, (long long)Hk, (long long)Hv,
-             (long long)dk, (long long)dv, with_state ? " state" : "", l2norm ? "" : " no-l2");
+    snprintf(shape, sizeof shape, "%s%s T=%lld H=%lld/%lld dk=%lld dv=%lld%s%s%s",
+             mode == CLEF_GDN_CHUNKED ? "chunked" : "recurrent", mode == CLEF_GDN_CHUNKED ? gdn_form : "",
+             (long long)T, (long long)Hk, (long long)Hv, (long long)dk, (long long)dv, with_state ? " state" : "",
+             l2norm ? "" : " no-l2", gdn_row_pad ? "" : " aligned");
     report("gdn vs f64", shape, rel_l2(og, of, no), 1e-3);
     report("gdn vs cpu", shape, rel_l2(og, oc, no), 1e-4);
     if (with_state) {
@@ -532,7 +539,7 @@ static void test_gdn_packed(const int64_t *lens, int64_t n_seqs, int64_t Hk, int
     int64_t *start = malloc(sizeof(int64_t) * (size_t)(n_seqs + 1)), T = 0, max_len = 0;
     int32_t *start32 = malloc(sizeof(int32_t) * (size_t)(n_seqs + 1));
     char shape[96];
-    int at = snprintf(shape, sizeof shape, "chunked H=%lld/%lld seqs", (long long)Hk, (long long)Hv);
+    int at = snprintf(shape, sizeof shape, "chunked%s H=%lld/%lld seqs", gdn_form, (long long)Hk, (long long)Hv);
     for (int64_t s = 0; s < n_seqs; s++) {
         start[s] = T, start32[s] = (int32_t)T, T += lens[s];
         max_len = lens[s] > max_len ? lens[s] : max_len;
@@ -938,6 +945,29 @@ int main(void) {
     clef_backend_cuda_tune_gdn(3, 0); /* segments of 3 chunks: 1,100 tokens in 6 segments */
     test_gdn(1100, 2, 4, 128, 128, 0, 1, CLEF_GDN_CHUNKED);
     clef_backend_cuda_tune_gdn(0, 0);
+    /* 16-byte aligned rows (the chunked kernel's cp.async loads of q, k and v, as in the model)
+     * against the float64 reference too, not only the packed checks vs the CPU */
+    gdn_row_pad = 0;
+    test_gdn(8192, 1, 1, 128, 128, 1, 1, CLEF_GDN_CHUNKED);
+    test_gdn(1000, 16, 32, 128, 128, 1, 1, CLEF_GDN_CHUNKED);
+    gdn_row_pad = 1;
+    /* the run15 product form (3xTF32), kept selectable for comparison: the same function, the
+     * same bounds (its error is ~3e-6 vs float64, the default 3xBF16's ~8e-6 measured in run16:
+     * both far inside 1e-3 and 1e-4) */
+    clef_backend_cuda_tune_gdn_products(CLEF_GDN_PRODUCTS_TF32X3);
+    gdn_form = " tf32x3";
+    test_gdn(65, 1, 2, 24, 20, 1, 1, CLEF_GDN_CHUNKED);
+    test_gdn(300, 16, 48, 128, 128, 0, 0, CLEF_GDN_CHUNKED);
+    test_gdn(8192, 1, 1, 128, 128, 1, 1, CLEF_GDN_CHUNKED);
+    gdn_row_pad = 0;
+    test_gdn(1000, 16, 32, 128, 128, 1, 1, CLEF_GDN_CHUNKED);
+    gdn_row_pad = 1;
+    {
+        const int64_t lens2[] = {0, 200, 1, 0, 65, 1100, 3};
+        test_gdn_packed(lens2, 7, 16, 32);
+    }
+    clef_backend_cuda_tune_gdn_products(0);
+    gdn_form = "";
     test_elementwise(10007);
     test_head_ops();
     test_norm_widths();

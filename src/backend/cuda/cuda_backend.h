@@ -64,6 +64,14 @@ void clef_backend_cuda_set_gdn_chunked(clef_backend *be, int on);
  * (32 or 64; 0 = chosen from the head count and the device). Set before sizing workspaces. */
 void clef_backend_cuda_tune_gdn(int seg_chunks, int slice_cols);
 
+/* The chunked gated delta rule's tensor-core products, process-wide (tests and benches; the
+ * environment's CLEF_GDN_PRODUCTS = tf32x3 | bf16x3 does the same for a whole program):
+ * 0 = the default (CLEF_GDN_PRODUCTS_BF16X3: ~8e-6 vs a float64 recurrence),
+ * CLEF_GDN_PRODUCTS_TF32X3 = the run15 form (~3e-6). Set before a call. */
+#define CLEF_GDN_PRODUCTS_TF32X3 1
+#define CLEF_GDN_PRODUCTS_BF16X3 2
+void clef_backend_cuda_tune_gdn_products(int form);
+
 /* 1 when tensor-core attention (head_dim 64, 65-80, 128, 256, with scratch) runs the register-
  * accumulator flash kernel (cuda_flash.cu: its accumulator layout was checked on this
  * device), 0 when it runs the shared-memory kernel. Tests label their checks with it. */

@@ -12,23 +12,33 @@
  *   o     = exp(gamma) (Q S) + P v_new = Q' S + O0,  Q' = exp(gamma) Q - P W,  O0 = P U
  *   S'    = exp(gamma_last) S + (exp(gamma_last - gamma) K)^T v_new
  * Two kernels per segment of up to GC_SEG_DEFAULT chunks (the segment bounds the scratch):
- *   k_gdn_prep, fully parallel over (chunk, v-head): norms, decays, A and P, Tinv (forward
- *     substitution on the CUDA cores), W, U, Q', O0; it leaves -W, Q', Kd, U, O0 for the walk,
- *     which so needs no P.
+ *   k_gdn_prep, fully parallel over (chunk, v-head): norms, decays, A and P, T' = Tinv diag(beta)
+ *     (forward substitution on the CUDA cores while v arrives by cp.async: folding beta into
+ *     T' lets v land raw), W, U, Q', O0; it leaves -W, Q', Kd, U, O0 for the walk, which so
+ *     needs no P. Its element-wise passes go a row per warp, float4 a lane (no divisions).
  *   k_gdn_walk, the only sequential pass, parallel over (v-head, 32 or 64 value columns): the
  *     columns of S are independent (S[:, cols] needs all of W but only its own columns of U and
  *     O0), so 48 heads x 2..4 column blocks fill the device. Per chunk [v_new; o] = [U; O0] +
- *     [-W; Q'] S (o written right there: no per-chunk state is stored), then S' ; the next
- *     chunk's operands arrive by cp.async while this one computes.
- * Every product runs on the tensor cores as 3xTF32 (mma.sync m16n8k8 with PTX's fragment
- * layouts, gc_gemm: a = hi + lo, a b ~ hi hi + hi lo + lo hi), which keeps fp32 accuracy:
- * ~3e-6 vs a float64 recurrence at T = 1 .. 8,192, where TF32 alone (10-bit mantissa) would
- * put the state's error near the 1e-3 bound at long T. Measured on an H200 (bench/RESULTS.md,
- * run15): 0.98 ms per 27B layer at 2,270 tokens (the token-by-token kernel: 1.44), 0.69 per
- * 9B layer (1.03); prep ~58% of it, the walk ~11 us per chunk. An earlier form with WMMA
- * fragments and four kernels per segment took 1.57-1.78 ms: WMMA's TF32 fragments loaded
- * through generic addresses, converted by an emulated cvt.rna.tf32 (six instructions an
- * element) and split once per tile instead of once per warp.
+ *     [-W; Q'] S (o stored from the product's registers: no per-chunk state is stored), then
+ *     S' ; the next chunk's operands arrive by cp.async while this one computes.
+ * Every product runs on the tensor cores with PTX's mma.sync fragment layouts, each operand
+ * split x = hi + lo once per warp and k-step and a b ~ hi hi + hi lo + lo hi (the dropped lo lo
+ * is second order), in one of two forms (clef_backend_cuda_tune_gdn_products, or the
+ * environment's CLEF_GDN_PRODUCTS):
+ *   3xBF16 (the default, gc_gemm_bf, m16n8k16): ~2^-16 per product term, 7.0e-6 .. 7.7e-6 vs
+ *     a float64 recurrence at T = 1 .. 8,192 (bound 1e-3; 1e-4 vs the CPU);
+ *   3xTF32 (run15's, gc_gemm, m16n8k8): ~2^-20 per term, 1.5e-6 .. 2.8e-6 — where TF32 alone
+ *     (10-bit mantissa) would put the state's error near the 1e-3 bound at long T.
+ * BF16's k-step is twice TF32's at the same issue cost, so the tensor cores do half the
+ * instructions. Measured on an H200 (bench/RESULTS.md, run16_gdn): 0.77 ms per 27B layer at
+ * 2,270 tokens (3xTF32 in the same run 0.79; run15's kernels 0.98; the token-by-token kernel
+ * 1.45), 2.63 at 8,192, 0.55 per 9B layer at 2,270. Tried and dropped in run16: the walk's
+ * operands split once (prep storing -W, Q', Kd^T as bf16 hi / lo planes, the state tile kept
+ * in registers, the state and v_new as pairs in shared memory): 0.85 ms, slower than
+ * splitting in the product loops. An earlier form with WMMA fragments and four kernels per
+ * segment took 1.57-1.78 ms: WMMA's TF32 fragments loaded through generic addresses,
+ * converted by an emulated cvt.rna.tf32 (six instructions an element) and split once per tile
+ * instead of once per warp.
  *
  * CLEF_GDN_RECURRENT (and head dims past 128): the exact token-by-token recurrence with the
  * state held in registers, the reference form. The columns of S (one per value dim) evolve
@@ -44,6 +54,8 @@
 #include "backend/cuda/cuda_internal.cuh"
 
 #include <cuda_pipeline.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define GDN_COLS 2        /* value columns per warp */
 #define GDN_WARPS 8       /* warps per block: they share one copy of each token's q and k */
@@ -248,11 +260,15 @@ __global__ void __launch_bounds__(GDN_WARPS * 32) k_gdn_recurrent(clef_gdn_args 
 #define GC_BY_DEFAULT 1
 
 /* Bench-only tuning (clef_backend_cuda_tune_gdn): 0 = the defaults. */
-static int gc_seg_tuned, gc_slice_tuned;
+static int gc_seg_tuned, gc_slice_tuned, gc_products_tuned;
 
 extern "C" void clef_backend_cuda_tune_gdn(int seg_chunks, int slice_cols) {
     gc_seg_tuned = seg_chunks > 0 ? seg_chunks : 0;
     gc_slice_tuned = slice_cols == 32 || slice_cols == 64 ? slice_cols : 0;
+}
+
+extern "C" void clef_backend_cuda_tune_gdn_products(int form) {
+    gc_products_tuned = form == CLEF_GDN_PRODUCTS_TF32X3 || form == CLEF_GDN_PRODUCTS_BF16X3 ? form : 0;
 }
 
 __host__ __device__ static inline int64_t gdn_chunks(int64_t T) { return (T + GC - 1) / GC; }
@@ -418,6 +434,105 @@ __device__ __forceinline__ void gc_gemm(float (&acc)[MT][NT][4], const float *A,
     }
 }
 
+/* ---- the same products as 3xBF16 with mma.sync m16n8k16 (the default, GC_FORM_BF16) ------
+ * PTX's fragment layouts for m16n8k16 .bf16 (g = lane / 4, t = lane % 4; a register holds two
+ * elements, the lower k in its low half):
+ *   A 16x16: a0 (g, 2t..2t+1), a1 (g + 8, 2t..2t+1), a2 (g, 2t+8..2t+9), a3 (g + 8, 2t+8..2t+9)
+ *   B 16x8:  b0 (2t..2t+1, g), b1 (2t+8..2t+9, g);  C as for m16n8k8.
+ * x ~ hi + lo with hi = bf16(x) (8 significant bits, round to nearest: |x - hi| <= 2^-8 |x|)
+ * and lo = bf16(x - hi) (|error| <= 2^-16 |x|); a b ~ hi hi + hi lo + lo hi drops lo lo
+ * (<= 2^-16 |a b|), so a product term is good to ~2^-16, against 3xTF32's ~2^-20 — but a k-step
+ * covers 16 instead of 8 at about the same cost an instruction (BF16 runs at twice TF32's
+ * rate), so the tensor cores issue half as many.
+ * Bank-conflict-free shared strides turn over: 8 (mod 32) for a row-major A (a pair is one
+ * 64-bit load) and a transposed B, 4 for a transposed A and a row-major B (gc_pad). */
+__device__ __forceinline__ void gc_split_bf(float x0, float x1, uint32_t &hi, uint32_t &lo) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1); /* .x = x0: the low half */
+    const float2 hf = __bfloat1622float2(h);
+    const __nv_bfloat162 l = __floats2bfloat162_rn(x0 - hf.x, x1 - hf.y);
+    hi = *reinterpret_cast<const uint32_t *>(&h), lo = *reinterpret_cast<const uint32_t *>(&l);
+}
+
+__device__ __forceinline__ void gc_mma_bf(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* gc_gemm's contract (K a multiple of 16) with 3xBF16 products. */
+template <int MT, int NT, bool AT, bool BT, bool TRI>
+__device__ __forceinline__ void gc_gemm_bf(float (&acc)[MT][NT][4], const float *A, int lda, const float *B, int ldb,
+                                           int r0, int n0, int K) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll 2
+    for (int k0 = 0; k0 < K; k0 += 16) {
+        uint32_t ah[MT][4], al[MT][4], bh[NT][2], bl[NT][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            if (TRI && k0 >= r0 + mt * 16 + 16)
+                continue;
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int r = r0 + mt * 16 + g + 8 * (i & 1), k = k0 + 2 * t + 8 * (i >> 1);
+                float2 x;
+                if (AT)
+                    x = make_float2(A[k * lda + r], A[(k + 1) * lda + r]);
+                else
+                    x = *reinterpret_cast<const float2 *>(A + r * lda + k);
+                gc_split_bf(x.x, x.y, ah[mt][i], al[mt][i]);
+            }
+        }
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            const int n = n0 + nt * 8 + g;
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const int k = k0 + 2 * t + 8 * i;
+                float2 y;
+                if (BT)
+                    y = *reinterpret_cast<const float2 *>(B + n * ldb + k);
+                else
+                    y = make_float2(B[k * ldb + n], B[(k + 1) * ldb + n]);
+                gc_split_bf(y.x, y.y, bh[nt][i], bl[nt][i]);
+            }
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            if (TRI && k0 >= r0 + mt * 16 + 16)
+                continue;
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                gc_mma_bf(acc[mt][nt], al[mt], bh[nt][0], bh[nt][1]);
+                gc_mma_bf(acc[mt][nt], ah[mt], bl[nt][0], bl[nt][1]);
+                gc_mma_bf(acc[mt][nt], ah[mt], bh[nt][0], bh[nt][1]);
+            }
+        }
+    }
+}
+
+/* The product form of the chunked kernels: 3xBF16 (the default) or 3xTF32 (the run15 form,
+ * kept for comparison and as the fallback: clef_backend_cuda_tune_gdn_products). */
+#define GC_FORM_BF16 1
+#define GC_FORM_TF32 0
+#define GC_FORM_DEFAULT GC_FORM_BF16
+
+template <int MT, int NT, bool AT, bool BT, bool TRI, int FORM>
+__device__ __forceinline__ void gc_product(float (&acc)[MT][NT][4], const float *A, int lda, const float *B, int ldb,
+                                           int r0, int n0, int K) {
+    if (FORM == GC_FORM_BF16)
+        gc_gemm_bf<MT, NT, AT, BT, TRI>(acc, A, lda, B, ldb, r0, n0, K);
+    else
+        gc_gemm<MT, NT, AT, BT, TRI>(acc, A, lda, B, ldb, r0, n0, K);
+}
+
+/* Shared-memory row padding by the role a matrix plays in the products (see above): a
+ * row-major A, a transposed A, a row-major B, a transposed B. */
+template <int FORM> struct gc_pad {
+    static constexpr int rowA = FORM == GC_FORM_BF16 ? 8 : 4, colA = FORM == GC_FORM_BF16 ? 4 : 8;
+    static constexpr int rowB = colA, colB = rowA;
+};
+
 /* The accumulator tiles of gc_gemm from / to a row-major matrix (row stride ld), or filled. */
 template <int MT, int NT>
 __device__ __forceinline__ void gc_tiles_load(float (&acc)[MT][NT][4], const float *C, int64_t ld, int r0, int n0) {
@@ -456,31 +571,55 @@ __device__ __forceinline__ void gc_tiles_fill(float (&acc)[MT][NT][4], float v) 
                 acc[mt][nt][i] = v;
 }
 
-static size_t gdn_prep_smem(int64_t dk, int64_t dv) {
-    const int ldk = gdn_dkp(dk) + 4, ldv = gdn_dvp(dv) + 8;
-    return sizeof(float) * (size_t)(GC * (ldk > ldv ? ldk : ldv) + GC * ldk + 2 * GC * GC_LDA + 6 * GC);
+/* Stores of accumulator tiles into a row-major matrix of rows x cols (rows and columns past
+ * them dropped): the walk writes o straight from its registers. */
+template <int MT, int NT>
+__device__ __forceinline__ void gc_tiles_store_clip(const float (&acc)[MT][NT][4], float *C, int64_t ld, int r0,
+                                                    int n0, int rows, int cols) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            const int r = r0 + mt * 16 + g, c = n0 + nt * 8 + 2 * t;
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int rr = r + 8 * (e >> 1), cc = c + (e & 1);
+                if (rr < rows && cc < cols)
+                    C[(int64_t)rr * ld + cc] = acc[mt][nt][e];
+            }
+        }
+}
+
+static size_t gdn_prep_smem(int64_t dk, int64_t dv, int form) {
+    const int pa = form == GC_FORM_BF16 ? gc_pad<GC_FORM_BF16>::rowA : gc_pad<GC_FORM_TF32>::rowA;
+    const int pb = form == GC_FORM_BF16 ? gc_pad<GC_FORM_BF16>::rowB : gc_pad<GC_FORM_TF32>::rowB;
+    const int ldk = gdn_dkp(dk) + pa, ldv = gdn_dvp(dv) + pb;
+    return sizeof(float) * (size_t)(GC * (ldk > ldv ? ldk : ldv) + GC * ldk + 2 * GC * (GC + pa) + 6 * GC);
 }
 
 /* The parallel pass: one block per (chunk, v-head), 8 warps, all independent. Loads the chunk's
  * q, k (of the head's k-head), v, g, beta; L2-normalises q and k; cumulative decay gamma; then
  *   A = beta exp(gamma_i - gamma_j) k_i.k_j (j < i),  -P = -exp(gamma_i - gamma_j) q_i.k_j (j <= i)
- *   Tinv = (I + A)^-1 (forward substitution, one thread per column, while the other warps
- *   load v),  W = Tinv (beta exp(gamma) k),  U = Tinv (beta v),  Q' = exp(gamma) q - P W,
- *   O0 = P U
+ *   T' = (I + A)^-1 diag(beta) (forward substitution, one thread per column, while v arrives
+ *   by cp.async), W = T' (exp(gamma) k),  U = T' v,  Q' = exp(gamma) q - P W,  O0 = P U
  * and writes -W, Q', Kd = exp(gamma_last - gamma) k, U, O0, exp(gamma_last) (gdn_seg_ws).
- * Products on the tensor cores (3xTF32, gc_gemm). Rows past the sequence's end are zero
- * everywhere. */
+ * Products on the tensor cores (gc_product: 3xBF16 or 3xTF32). Rows past the sequence's end
+ * are zero everywhere. Element-wise passes go a row per warp, four columns a lane (float4). */
+template <int FORM>
 __global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a, int64_t c0, gdn_seg_ws w) {
     extern __shared__ __align__(128) float gp_smem[];
+    typedef gc_pad<FORM> pad;
     const int dk = (int)a.dk, dv = (int)a.dv, dkp = gdn_dkp(a.dk), dvp = gdn_dvp(a.dv);
-    const int ldk = dkp + 4, ldv = dvp + 8, ldqv = ldk > ldv ? ldk : ldv;
-    float *Qs = gp_smem;          /* [64][ldk]: q^; later Vs [64][ldv]: beta v, then U */
+    const int ldk = dkp + pad::rowA, ldv = dvp + pad::rowB, ldqv = ldk > ldv ? ldk : ldv, lda = GC + pad::rowA;
+    float *Qs = gp_smem;        /* [64][ldk]: q^; later Vs [64][ldv]: v, then U */
     float *Vs = Qs;
-    float *Ks = Qs + GC * ldqv;   /* [64][ldk]: k^, then beta exp(gamma) k^, then W */
-    float *As = Ks + GC * ldk;    /* [64][GC_LDA]: A, then Tinv */
-    float *Ps = As + GC * GC_LDA; /* [64][GC_LDA]: -P */
-    float *gs = Ps + GC * GC_LDA, *bs = gs + GC, *iq = bs + GC, *ik = iq + GC, *eg = ik + GC, *ed = eg + GC;
+    float *Ks = Qs + GC * ldqv; /* [64][ldk]: k^, then exp(gamma) k^, then W */
+    float *As = Ks + GC * ldk;  /* [64][lda]: A, then T' */
+    float *Ps = As + GC * lda;  /* [64][lda]: -P */
+    float *gs = Ps + GC * lda, *bs = gs + GC, *iq = bs + GC, *ik = iq + GC, *eg = ik + GC, *ed = eg + GC;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    constexpr int NW = GC_PREP_THREADS / 32;
     const int64_t h = blockIdx.y, Hv = a.n_v_heads, kh = h / (Hv / a.n_k_heads);
     const int64_t ch = (int64_t)blockIdx.x * Hv + h;
     const int64_t t0 = (c0 + blockIdx.x) * GC;
@@ -513,7 +652,7 @@ __global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a
     }
     __syncthreads();
     /* norms as the recurrent kernel: q / sqrt(sum q^2 + 1e-6) / sqrt(dk), k / sqrt(sum k^2 + 1e-6) */
-    for (int r = warp; r < GC; r += GC_PREP_THREADS / 32) {
+    for (int r = warp; r < GC; r += NW) {
         float sq = 0.0f, sk = 0.0f;
         for (int d = lane; d < dkp; d += 32) {
             const float x = Qs[r * ldk + d], y = Ks[r * ldk + d];
@@ -545,19 +684,24 @@ __global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a
     const float scale = 1.0f / sqrtf((float)dk);
     {
         float *kd = w.kd + ch * GC * dkp, *qp = w.qp + ch * GC * dkp;
-        for (int idx = tid; idx < GC * dkp; idx += GC_PREP_THREADS) {
-            const int r = idx / dkp, d = idx - r * dkp;
-            const float qn = (Qs[r * ldk + d] * iq[r]) * scale, kn = Ks[r * ldk + d] * ik[r];
-            Qs[r * ldk + d] = qn, Ks[r * ldk + d] = kn;
-            kd[idx] = ed[r] * kn;
-            qp[idx] = eg[r] * qn; /* exp(gamma) q; Q' is made from it below */
+        for (int r = warp; r < GC; r += NW) {
+            const float fq = iq[r], fk = ik[r], fe = eg[r], fd = ed[r];
+            for (int d = 4 * lane; d < dkp; d += 128) {
+                float4 x = *(float4 *)(Qs + r * ldk + d), y = *(float4 *)(Ks + r * ldk + d);
+                x.x = (x.x * fq) * scale, x.y = (x.y * fq) * scale, x.z = (x.z * fq) * scale, x.w = (x.w * fq) * scale;
+                y.x *= fk, y.y *= fk, y.z *= fk, y.w *= fk;
+                *(float4 *)(Qs + r * ldk + d) = x, *(float4 *)(Ks + r * ldk + d) = y;
+                *(float4 *)(kd + r * dkp + d) = make_float4(fd * y.x, fd * y.y, fd * y.z, fd * y.w);
+                /* exp(gamma) q; Q' is made from it below */
+                *(float4 *)(qp + r * dkp + d) = make_float4(fe * x.x, fe * x.y, fe * x.z, fe * x.w);
+            }
         }
         if (tid == 0)
             w.elast[ch] = expf(gs[GC - 1]);
     }
     __syncthreads();
     /* K K^T and Q K^T on their 10 lower 16x16 tiles each (the upper ones are masked away) */
-    for (int p = warp; p < 20; p += GC_PREP_THREADS / 32) {
+    for (int p = warp; p < 20; p += NW) {
         const int isp = p >= 10, t = p - 10 * isp;
         int ti = 0;
         while ((ti + 1) * (ti + 2) / 2 <= t)
@@ -566,23 +710,50 @@ __global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a
         const float *X = isp ? Qs : Ks;
         float acc[1][2][4];
         gc_tiles_fill(acc, 0.0f);
-        gc_gemm<1, 2, false, true, false>(acc, X, ldk, Ks, ldk, ti * 16, tj * 16, dkp); /* B = K^T */
-        gc_tiles_store(acc, isp ? Ps : As, GC_LDA, ti * 16, tj * 16, 1.0f);
+        gc_product<1, 2, false, true, false, FORM>(acc, X, ldk, Ks, ldk, ti * 16, tj * 16, dkp); /* B = K^T */
+        gc_tiles_store(acc, isp ? Ps : As, lda, ti * 16, tj * 16, 1.0f);
+    }
+    __syncthreads(); /* q^ no longer read: v may land over it */
+    const float *vg = a.v + t0 * a.ldv + h * dv;
+    const bool vvec = (dv & 3) == 0 && (a.ldv & 3) == 0 && ((uintptr_t)a.v & 15) == 0;
+    if (vvec) { /* v in flight while the masks and the solve run */
+        const int vpr = dvp / 4;
+        for (int v = tid; v < GC * vpr; v += GC_PREP_THREADS) {
+            const int r = v / vpr, c = (v - r * vpr) * 4;
+            float *dst = Vs + r * ldv + c;
+            if (r < L && c < dv)
+                __pipeline_memcpy_async(dst, vg + (int64_t)r * a.ldv + c, 16);
+            else
+                *(float4 *)dst = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+        __pipeline_commit();
+    }
+    for (int idx = tid; idx < GC * GC / 4; idx += GC_PREP_THREADS) {
+        const int i = idx >> 4, j0 = (idx & 15) * 4;
+        const float4 av = *(const float4 *)(As + i * lda + j0), pv = *(const float4 *)(Ps + i * lda + j0);
+        const float ai[4] = {av.x, av.y, av.z, av.w}, pi[4] = {pv.x, pv.y, pv.z, pv.w};
+        float ao[4], po[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int j = j0 + e;
+            const float dec = (j <= i && i < L) ? expf(gs[i] - gs[j]) : 0.0f;
+            ao[e] = j < i ? bs[i] * dec * ai[e] : 0.0f;
+            po[e] = j <= i ? -dec * pi[e] : 0.0f;
+        }
+        *(float4 *)(As + i * lda + j0) = make_float4(ao[0], ao[1], ao[2], ao[3]);
+        *(float4 *)(Ps + i * lda + j0) = make_float4(po[0], po[1], po[2], po[3]);
+    }
+    for (int r = warp; r < GC; r += NW) {
+        const float f = eg[r];
+        for (int d = 4 * lane; d < dkp; d += 128) {
+            float4 *p = (float4 *)(Ks + r * ldk + d);
+            const float4 y = *p;
+            *p = make_float4(f * y.x, f * y.y, f * y.z, f * y.w);
+        }
     }
     __syncthreads();
-    for (int idx = tid; idx < GC * GC; idx += GC_PREP_THREADS) {
-        const int i = idx / GC, j = idx - i * GC;
-        const float dec = (j <= i && i < L) ? expf(gs[i] - gs[j]) : 0.0f;
-        As[i * GC_LDA + j] = j < i ? bs[i] * dec * As[i * GC_LDA + j] : 0.0f;
-        Ps[i * GC_LDA + j] = j <= i ? -dec * Ps[i * GC_LDA + j] : 0.0f;
-    }
-    for (int idx = tid; idx < GC * dkp; idx += GC_PREP_THREADS) {
-        const int r = idx / dkp, d = idx - r * dkp;
-        Ks[r * ldk + d] *= bs[r] * eg[r];
-    }
-    __syncthreads();
-    /* Tinv by columns (warps 0-1; registers indexed by unrolled constants only) while the
-     * other warps load beta v over q^ (no longer read) */
+    /* (I + A)^-1 by columns (warps 0-1; registers indexed by unrolled constants only) while v
+     * arrives (cp.async) or, for rows that are not 16-byte aligned, the other warps load it */
     float x[GC];
     if (tid < GC) {
         const int j = tid;
@@ -591,29 +762,32 @@ __global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a
             float s[4] = {i == j ? 1.0f : 0.0f, 0.0f, 0.0f, 0.0f}; /* 4 chains: a quarter of the latency */
 #pragma unroll
             for (int m = 0; m < i; m++)
-                s[m & 3] -= As[i * GC_LDA + m] * x[m];
+                s[m & 3] -= As[i * lda + m] * x[m];
             x[i] = (s[0] + s[1]) + (s[2] + s[3]);
         }
-    } else {
-        const float *vg = a.v + t0 * a.ldv + h * dv;
+    } else if (!vvec) {
         gc_copy(GC * dvp, tid - GC, GC_PREP_THREADS - GC,
                 [&](int i) {
                     int r = i / dvp, c = i - r * dvp;
-                    return (r < L && c < dv) ? bs[r] * vg[r * a.ldv + c] : 0.0f;
+                    return (r < L && c < dv) ? vg[r * a.ldv + c] : 0.0f;
                 },
                 [&](int i, float v) { int r = i / dvp, c = i - r * dvp; Vs[r * ldv + c] = v; });
     }
-    __syncthreads(); /* every read of A done */
-    if (tid < GC)
+    if (vvec)
+        __pipeline_wait_prior(0);
+    __syncthreads(); /* every read of A done; v in place */
+    if (tid < GC) { /* T' = (I + A)^-1 diag(beta): column j scaled by beta_j */
+        const float bj = bs[tid];
 #pragma unroll
         for (int i = 0; i < GC; i++)
-            As[i * GC_LDA + tid] = x[i];
+            As[i * lda + tid] = x[i] * bj;
+    }
     __syncthreads();
-    /* W = Tinv (beta exp(gamma) k) and U = Tinv (beta v), one 16-column stripe per warp at a
-     * time: a stripe's product reads only that stripe, so it overwrites it in place. Tinv is
-     * lower triangular: row tile ri needs its first 2 (ri + 1) k-steps. */
+    /* W = T' (exp(gamma) k) and U = T' v, one 16-column stripe per warp at a time: a stripe's
+     * product reads only that stripe, so it overwrites it in place. T' is lower triangular:
+     * row tile ri needs its first 16 (ri + 1) columns. */
     const int nsk = dkp / 16, nst = nsk + dvp / 16;
-    for (int s = warp; s < nst; s += GC_PREP_THREADS / 32) {
+    for (int s = warp; s < nst; s += NW) {
         const bool isw = s < nsk;
         const int cj = isw ? s : s - nsk, ldb = isw ? ldk : ldv;
         float *B = (isw ? Ks : Vs) + cj * 16;
@@ -621,7 +795,7 @@ __global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a
         const int ldd = isw ? dkp : dvp;
         float acc[4][2][4];
         gc_tiles_fill(acc, 0.0f);
-        gc_gemm<4, 2, false, false, true>(acc, As, GC_LDA, B, ldb, 0, 0, GC);
+        gc_product<4, 2, false, false, true, FORM>(acc, As, lda, B, ldb, 0, 0, GC);
         __syncwarp(); /* every lane's reads of the stripe done */
         gc_tiles_store(acc, B, ldb, 0, 0, 1.0f);
         gc_tiles_store(acc, dst, ldd, 0, 0, isw ? -1.0f : 1.0f);
@@ -629,7 +803,7 @@ __global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a
     __syncthreads();
     /* Q' = exp(gamma) q + (-P) W (over the exp(gamma) q written above), O0 = -((-P) U); -P is
      * lower triangular too */
-    for (int s = warp; s < nst; s += GC_PREP_THREADS / 32) {
+    for (int s = warp; s < nst; s += NW) {
         const bool isw = s < nsk;
         const int cj = isw ? s : s - nsk, ldb = isw ? ldk : ldv;
         const float *B = (isw ? Ks : Vs) + cj * 16;
@@ -640,37 +814,41 @@ __global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a
             gc_tiles_load(acc, dst, ldd, 0, 0);
         else
             gc_tiles_fill(acc, 0.0f);
-        gc_gemm<4, 2, false, false, true>(acc, Ps, GC_LDA, B, ldb, 0, 0, GC);
+        gc_product<4, 2, false, false, true, FORM>(acc, Ps, lda, B, ldb, 0, 0, GC);
         gc_tiles_store(acc, dst, ldd, 0, 0, isw ? 1.0f : -1.0f);
     }
 }
 
-static size_t gdn_walk_smem(int64_t dk, int nc) {
+static size_t gdn_walk_smem(int64_t dk, int nc, int form) {
     const int dkp = gdn_dkp(dk);
-    return sizeof(float) * (size_t)(2 * GC * (dkp + 4) + GC * (dkp + 8) + (4 * GC + dkp) * (nc + 8));
+    const int ra = form == GC_FORM_BF16 ? gc_pad<GC_FORM_BF16>::rowA : gc_pad<GC_FORM_TF32>::rowA;
+    const int ca = form == GC_FORM_BF16 ? gc_pad<GC_FORM_BF16>::colA : gc_pad<GC_FORM_TF32>::colA;
+    const int rb = form == GC_FORM_BF16 ? gc_pad<GC_FORM_BF16>::rowB : gc_pad<GC_FORM_TF32>::rowB;
+    return sizeof(float) * (size_t)(2 * GC * (dkp + ra) + GC * (dkp + ca) + (3 * GC + dkp) * (nc + rb));
 }
 
 /* The only sequential pass. One block per (NC value columns, v-head), 16 warps, walks the
  * segment's n chunks in order with its columns of S in shared memory (the columns of S are
  * independent: S[:, cols] needs all of W but only its own columns of U and O0):
- *   [v_new; o] = [U; O0] + [-W; Q'] S       (o written out: no per-chunk state is stored)
+ *   [v_new; o] = [U; O0] + [-W; Q'] S       (o stored from the registers: no per-chunk state)
  *   S = exp(gamma_last) S + Kd^T v_new
- * While the first product runs, Kd is on its way; while the second runs, the next chunk's -W,
- * Q', U and O0 (cp.async). st: the carried state [Hv][dk][dv], read at the start unless
- * st_zero, written at the end. Products: gc_gemm warp tiles of (16 MT) x 16. */
-template <int NC>
+ * While the first product runs, Kd (and exp(gamma_last)) are on their way; while the second
+ * runs, the next chunk's -W, Q', U and O0 (cp.async). st: the carried state [Hv][dk][dv], read
+ * at the start unless st_zero, written at the end. Products: gc_product warp tiles of
+ * (16 MT) x 16. */
+template <int NC, int FORM>
 __global__ void __launch_bounds__(GC_WALK_WARPS * 32, 1)
     k_gdn_walk(clef_gdn_args a, int64_t c0, int64_t n, gdn_seg_ws w, float *st, int st_zero) {
     extern __shared__ __align__(128) float gw_smem[];
+    typedef gc_pad<FORM> pad;
     const int dk = (int)a.dk, dv = (int)a.dv, dkp = gdn_dkp(a.dk), dvp = gdn_dvp(a.dv);
-    const int ldk = dkp + 4, ldkb = dkp + 8; /* 4 and 8 (mod 32): see gc_gemm */
-    constexpr int ldn = NC + 8, NT = GC_WALK_WARPS * 32, CT = NC / 16, MT = NC == 64 ? 2 : 1;
+    const int ldk = dkp + pad::rowA, ldkb = dkp + pad::colA;
+    constexpr int ldn = NC + pad::rowB, NT = GC_WALK_WARPS * 32, CT = NC / 16, MT = NC == 64 ? 2 : 1;
     float *WQ = gw_smem;           /* [128][ldk]: -W rows, then Q' rows */
     float *Kb = WQ + 2 * GC * ldk; /* [64][ldkb]: Kd */
     float *UO = Kb + GC * ldkb;    /* [128][ldn]: U rows, then O0 rows (this block's columns) */
     float *Ss = UO + 2 * GC * ldn; /* [dkp][ldn]: the state's columns */
     float *Vn = Ss + dkp * ldn;    /* [64][ldn]: v_new */
-    float *Ob = Vn + GC * ldn;     /* [64][ldn]: o */
     const int tid = threadIdx.x, warp = tid >> 5;
     const int64_t h = blockIdx.y, Hv = a.n_v_heads;
     const int j0 = blockIdx.x * NC;
@@ -700,20 +878,23 @@ __global__ void __launch_bounds__(GC_WALK_WARPS * 32, 1)
     for (int64_t c = 0; c < n; c++) {
         const int64_t ch = c * Hv + h, t0 = (c0 + c) * GC;
         const int L = (int)(a.T - t0 < GC ? a.T - t0 : GC);
-        __pipeline_wait_prior(1); /* groups complete in order: this chunk's -W, Q', U, O0 */
-        __syncthreads();          /* ... for every thread, and the last update of S */
-        /* 128 rows x NC columns in (16 MT) x 16 warp tiles: 16 of them */
+        const float el = w.elast[ch]; /* first needed after the first product */
+        __pipeline_wait_prior(1);     /* groups complete in order: this chunk's -W, Q', U, O0 */
+        __syncthreads();              /* ... for every thread, and the last update of S */
+        /* 128 rows x NC columns in (16 MT) x 16 warp tiles: 16 of them; the o rows go out */
         for (int p = warp; p < (8 / MT) * CT; p += GC_WALK_WARPS) {
             const int r0 = (p / CT) * 16 * MT, n0 = (p - (p / CT) * CT) * 16;
             float acc[MT][2][4];
             gc_tiles_load(acc, UO, ldn, r0, n0);
-            gc_gemm<MT, 2, false, false, false>(acc, WQ, ldk, Ss, ldn, r0, n0, dkp);
-            gc_tiles_store(acc, r0 < GC ? Vn : Ob, ldn, r0 < GC ? r0 : r0 - GC, n0, 1.0f);
+            gc_product<MT, 2, false, false, false, FORM>(acc, WQ, ldk, Ss, ldn, r0, n0, dkp);
+            if (r0 < GC)
+                gc_tiles_store(acc, Vn, ldn, r0, n0, 1.0f);
+            else
+                gc_tiles_store_clip(acc, a.o + t0 * a.ldo + h * dv + j0, a.ldo, r0 - GC, n0, L, dv - j0);
         }
         __pipeline_wait_prior(0); /* Kd */
-        __syncthreads();          /* v_new and o complete; -W, Q', U, O0 and S read */
+        __syncthreads();          /* v_new complete; -W, Q', U, O0 and S read */
         load_wu(c + 1);
-        const float el = w.elast[ch];
         /* dkp rows x NC columns, (16 MT) x 16 warp tiles; A = Kd^T */
         for (int p = warp; p < (dkp / (16 * MT)) * CT; p += GC_WALK_WARPS) {
             const int r0 = (p / CT) * 16 * MT, n0 = (p - (p / CT) * CT) * 16;
@@ -726,15 +907,10 @@ __global__ void __launch_bounds__(GC_WALK_WARPS * 32, 1)
 #pragma unroll
                     for (int e = 0; e < 4; e++)
                         acc[mt][nt][e] *= el;
-            gc_gemm<MT, 2, true, false, false>(acc, Kb, ldkb, Vn, ldn, r0, n0, GC);
+            gc_product<MT, 2, true, false, false, FORM>(acc, Kb, ldkb, Vn, ldn, r0, n0, GC);
             gc_tiles_store(acc, Ss, ldn, r0, n0, 1.0f);
         }
-        for (int idx = tid; idx < L * NC; idx += NT) {
-            const int r = idx / NC, j = idx - r * NC;
-            if (j0 + j < dv)
-                a.o[(t0 + r) * a.ldo + h * dv + j0 + j] = Ob[r * ldn + j];
-        }
-        __syncthreads(); /* Kd, v_new and o read */
+        __syncthreads(); /* Kd and v_new read */
         load_k(c + 1);
     }
     for (int idx = tid; idx < dk * NC; idx += NT) {
@@ -759,6 +935,20 @@ static bool gdn_chunked_fits(const cuda_context *ctx, const clef_gdn_args *args)
            args->dv <= GC_MAX_D;
 }
 
+/* The product form: clef_backend_cuda_tune_gdn_products, else the environment's
+ * CLEF_GDN_PRODUCTS (tf32x3 | bf16x3: whole-model comparisons without a rebuild), else
+ * GC_FORM_DEFAULT. */
+static int gdn_products_form(void) {
+    if (gc_products_tuned)
+        return gc_products_tuned == CLEF_GDN_PRODUCTS_TF32X3 ? GC_FORM_TF32 : GC_FORM_BF16;
+    static int from_env = -1; /* read once; a racing first read stores the same value */
+    if (from_env < 0) {
+        const char *v = getenv("CLEF_GDN_PRODUCTS");
+        from_env = v && !strcmp(v, "tf32x3") ? GC_FORM_TF32 : v && !strcmp(v, "bf16x3") ? GC_FORM_BF16 : GC_FORM_DEFAULT;
+    }
+    return from_env;
+}
+
 /* One sequence, segment by segment: the parallel pass, then the walk (two launches each). */
 static void gdn_chunked(clef_backend *be, const clef_gdn_args *args, void *scratch) {
     cuda_context *ctx = cuda_ctx(be);
@@ -767,16 +957,21 @@ static void gdn_chunked(clef_backend *be, const clef_gdn_args *args, void *scrat
     float *base = (float *)(((uintptr_t)scratch + 255) & ~(uintptr_t)255); /* workspace_size has the slack */
     gdn_seg_ws w = gdn_seg_ws_at(base, seg, Hv, args->dk, args->dv);
     const int dvp = gdn_dvp(args->dv), nc = gdn_slice_cols(be, Hv, dvp);
-    const size_t prep_smem = gdn_prep_smem(args->dk, args->dv), walk_smem = gdn_walk_smem(args->dk, nc);
-    void (*walk)(clef_gdn_args, int64_t, int64_t, gdn_seg_ws, float *, int) = nc == 32 ? k_gdn_walk<32> : k_gdn_walk<64>;
-    cuda_record(be, cudaFuncSetAttribute(k_gdn_prep, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)prep_smem),
+    const int form = gdn_products_form();
+    const size_t prep_smem = gdn_prep_smem(args->dk, args->dv, form), walk_smem = gdn_walk_smem(args->dk, nc, form);
+    void (*prep)(clef_gdn_args, int64_t, gdn_seg_ws) = form == GC_FORM_BF16 ? k_gdn_prep<GC_FORM_BF16>
+                                                                              : k_gdn_prep<GC_FORM_TF32>;
+    void (*walk)(clef_gdn_args, int64_t, int64_t, gdn_seg_ws, float *, int) =
+        form == GC_FORM_BF16 ? (nc == 32 ? k_gdn_walk<32, GC_FORM_BF16> : k_gdn_walk<64, GC_FORM_BF16>)
+                             : (nc == 32 ? k_gdn_walk<32, GC_FORM_TF32> : k_gdn_walk<64, GC_FORM_TF32>);
+    cuda_record(be, cudaFuncSetAttribute(prep, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)prep_smem),
                 "gdn chunk pass shared memory");
     cuda_record(be, cudaFuncSetAttribute(walk, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)walk_smem),
                 "gdn walk shared memory");
     float *st = args->state ? args->state : w.state;
     for (int64_t c0 = 0; c0 < n_chunks; c0 += seg) {
         const int64_t n = n_chunks - c0 < seg ? n_chunks - c0 : seg;
-        k_gdn_prep<<<dim3((unsigned)n, (unsigned)Hv), GC_PREP_THREADS, prep_smem, ctx->stream>>>(*args, c0, w);
+        prep<<<dim3((unsigned)n, (unsigned)Hv), GC_PREP_THREADS, prep_smem, ctx->stream>>>(*args, c0, w);
         const dim3 wgrid((unsigned)(dvp / nc), (unsigned)Hv);
         walk<<<wgrid, GC_WALK_WARPS * 32, walk_smem, ctx->stream>>>(*args, c0, n, w, st, !args->state && c0 == 0);
         CUDA_CHECK_LAUNCH(be, "gdn chunk kernels");
