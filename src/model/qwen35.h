@@ -26,7 +26,8 @@
  * backend's buffers and picks its GEMM algorithms), the second records and launches the
  * recording, later ones launch it. The same kernels run on the same buffers, so the output is
  * the same, bit for bit. A state keeps up to QWEN35_GRAPHS layouts (the least recently used
- * makes room). Off: params.no_graphs, or CLEF_CUDA_GRAPHS=0 for the CUDA backend.
+ * makes room). The CUDA backend records only when turned on (CLEF_CUDA_GRAPHS=1 or
+ * clef_backend_cuda_set_graphs); params.no_graphs keeps one state from recording.
  *
  * Memory: qwen35_load reads each weight once, straight into its backend buffer (BF16 or F32
  * kept as stored; small vectors — norms, conv taps, gates — as fp32) and validates every shape
@@ -49,7 +50,8 @@ typedef struct qwen35_params {
     int64_t max_tokens;   /* all sequences of one forward together; 0 = max_seq_len */
     clef_gdn_mode gdn_mode; /* CLEF_GDN_CHUNKED (default) or the recurrent reference */
     int no_graphs;        /* 1: every forward runs its ops directly, never recorded (see
-                             "Recordings" below); 0 (default): recorded where the backend can */
+                             "Recordings" below); 0 (default): recorded where the backend
+                             records (the CUDA backend: only when turned on) */
 } qwen35_params;
 
 qwen35_params qwen35_default_params(void); /* max_seq_len 4096, chunked */

@@ -3,7 +3,7 @@
  * cuda_graph.cu) against the same forward run op by op, bit for bit:
  *  - a random release at the 9B's widths (2 layers: one Gated DeltaNet, one attention; a
  *    32,768-token vocabulary) with two RunStates on two forks of one CUDA backend: one
- *    records (the default), one never does (params.no_graphs);
+ *    records (turned on with clef_backend_cuda_set_graphs), one never does (params.no_graphs);
  *  - layouts: one sequence of 16, 64 and 298 tokens, packed batches (3 sequences of uneven
  *    lengths, 8 x 13) and a batch with given embedding rows (qwen35_forward_embeds), each run
  *    three times with new token ids: direct, recorded, replayed. Every output equals the
@@ -78,9 +78,13 @@ int main(void) {
         return GPU_TEST_SKIPPED;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (clef_backend_cuda_create(0, &gpu) != CLEF_OK || clef_backend_fork(gpu, &fork_rec) != CLEF_OK ||
-        clef_backend_fork(gpu, &fork_direct) != CLEF_OK) {
+    if (clef_backend_cuda_create(0, &gpu) != CLEF_OK) {
         fprintf(stderr, "backend creation failed: %s\n", clef_last_error());
+        return 1;
+    }
+    clef_backend_cuda_set_graphs(gpu, 1); /* off by default; forks inherit it */
+    if (clef_backend_fork(gpu, &fork_rec) != CLEF_OK || clef_backend_fork(gpu, &fork_direct) != CLEF_OK) {
+        fprintf(stderr, "fork failed: %s\n", clef_last_error());
         return 1;
     }
     clef_layer_type types[2];

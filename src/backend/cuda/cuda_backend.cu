@@ -1,8 +1,10 @@
 /*
  * cuda_backend.cu — the CUDA backend's creation (device, stream, cuBLASLt handle and its
  * workspace), device memory (cudaMalloc'd buffers, copies on the backend's stream) and the op
- * table wiring the kernels of the other cuda_*.cu files. Recordings (cuda_graph.cu) are on
- * unless the environment sets CLEF_CUDA_GRAPHS=0.
+ * table wiring the kernels of the other cuda_*.cu files. Recordings (cuda_graph.cu) are off
+ * unless the environment sets CLEF_CUDA_GRAPHS=1 (or clef_backend_cuda_set_graphs turns them
+ * on): a replay saves 3-7% of a short forward, the forward that records costs ~25% more
+ * (bench/RESULTS.md, run16_graph), so they pay only where a batch layout recurs often.
  */
 #include "backend/cuda/cuda_internal.cuh"
 #include "backend/cuda/cuda_quant_internal.cuh"
@@ -201,7 +203,7 @@ extern "C" int clef_backend_cuda_create(int device, clef_backend **out) {
     ctx->status = CLEF_OK;
     ctx->gemm_tuning = 1;
     const char *graphs = getenv("CLEF_CUDA_GRAPHS");
-    ctx->graphs_off = graphs && !strcmp(graphs, "0");
+    ctx->graphs_off = !(graphs && !strcmp(graphs, "1"));
     int st = CLEF_OK;
     if ((st = cuda_record(be, cudaSetDevice(device), "cudaSetDevice")) != CLEF_OK ||
         (st = cuda_record(be, cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking), "cudaStreamCreate")) != CLEF_OK ||

@@ -71,7 +71,8 @@ typedef struct cuda_context {
      * refuse instead (cuda_capture_refuse) and the recording fails. graph_epoch counts the
      * moves of the backend's own buffers a recording may use (the bf16 staging, the quantized
      * matmuls' scratch) and the kernel switches: a recording of an older epoch is stale.
-     * graphs_off: never record (CLEF_CUDA_GRAPHS=0 or clef_backend_cuda_set_graphs). */
+     * graphs_off: never record (the default: unless CLEF_CUDA_GRAPHS=1 or
+     * clef_backend_cuda_set_graphs(be, 1)). */
     int capturing, graphs_off;
     unsigned long long graph_epoch, capture_epoch;
     /* RoPE inverse frequencies per (theta, rot_dims) on the device, uploaded once each
