@@ -7,9 +7,14 @@
  * the cuBLASLt algorithm choice per GEMM layout (the heuristic's first vs the fastest of its
  * candidates, timed at 2,048 rows by the backend's tuning, cuda_matmul.cu).
  *
- *   bench_gpu_forward 9b|27b [layers] [runs]
+ *   bench_gpu_forward 9b|27b [layers] [runs] [noprofile|graphs]
  *
- * Cases: 298 / 1,502 / 2,270 / 8,192 tokens at batch 1, and 8 x 1,502 packed.
+ * First, at small token counts where the host's launches matter (1 x 16, 1 x 64, 1 x 298,
+ * 8 x 64 packed), the forward with recordings off (every op launched by the host) and on (the
+ * layout's CUDA graph replayed, qwen35.h "Recordings") in the same run, and the device memory
+ * the recordings hold. Then the cases 298 / 1,502 / 2,270 / 8,192 tokens at batch 1, and
+ * 8 x 1,502 packed, recordings on (turned on here; two warm-up forwards: direct, recorded).
+ * noprofile: skip the per-op profile; graphs: the recordings table only.
  * FLOPs counted: 2 x linear parameters x tokens (the work the performance spec counts) plus
  * the attention core (causal: 2 x 2 x Hq x d x T(T+1)/2 per attention layer) and the delta
  * rule (~8 x dk x dv per token, v-head and GDN layer).
@@ -91,6 +96,8 @@ int main(int argc, char **argv) {
     const int is27 = !strcmp(argv[1], "27b");
     const int64_t n_layers = argc > 2 ? atoll(argv[2]) : (is27 ? 64 : 32);
     const int runs = argc > 3 ? atoi(argv[3]) : 5;
+    const int graphs_only = argc > 4 && !strcmp(argv[4], "graphs");
+    const int profile = !(argc > 4 && (!strcmp(argv[4], "noprofile") || graphs_only));
     clef_layer_type *types = malloc(sizeof(clef_layer_type) * (size_t)n_layers);
     clef_text_config cfg = is27 ? config_27b(n_layers, types) : config_9b(n_layers, types);
     clef_backend *be = NULL;
@@ -98,6 +105,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "CUDA backend: %s\n", clef_last_error());
         return 1;
     }
+    clef_backend_cuda_set_graphs(be, 1); /* the recordings table toggles them per state */
     double ceiling = 0;
     if (clef_backend_cuda_gemm_ceiling(be, 8192, 8192, 8192, 20, &ceiling) != CLEF_OK) {
         fprintf(stderr, "ceiling: %s\n", clef_last_error());
@@ -131,21 +139,60 @@ int main(int argc, char **argv) {
            clef_backend_cuda_flash_attention(be) ? "flash (registers)" : "tensor-core (shared memory)");
     printf("weights %.2f GiB, run state %.2f GiB (for 8,192 / 12,016 tokens), load + device fill %.1f s\n",
            qwen35_weight_bytes(m) / 1073741824.0, qwen35_state_bytes(state) / 1073741824.0, load_s);
-    const int64_t cases[][2] = {{1, 298}, {1, 1502}, {1, 2270}, {1, 8192}, {8, 1502}};
-    const int n_cases = 5;
     int32_t *ids = malloc(sizeof(int32_t) * 8 * 8192);
     for (int64_t i = 0; i < 8 * 8192; i++)
         ids[i] = (int32_t)((i * 2654435761u) % (uint64_t)cfg.vocab_size);
-    printf("\n| model | batch x tokens | ms (median of %d) | tokens/s | TFLOP/s | of ceiling | resident GiB | peak GiB |\n",
-           runs);
-    printf("|---|---|---|---|---|---|---|---|\n");
     double *times = malloc(sizeof(double) * (size_t)runs);
+    /* recordings off vs on, same state, same run */
+    const int64_t small[][2] = {{1, 16}, {1, 64}, {1, 298}, {8, 64}};
+    printf("\nRecordings (CUDA graphs) off vs on: ms per forward, median of %d (off: 1 warm-up; on: 2, direct then "
+           "recorded); device memory as the driver counts it\n\n", runs);
+    printf("| model | batch x tokens | graphs off ms | graphs on ms | speed-up | the recording forward ms | device "
+           "memory the recording holds MiB |\n");
+    printf("|---|---|---|---|---|---|---|\n");
+    for (int c = 0; c < 4; c++) {
+        const int64_t ns = small[c][0], T = small[c][1];
+        int64_t seq[9];
+        for (int64_t q = 0; q <= ns; q++)
+            seq[q] = q * T;
+        double ms[2], record_ms = 0;
+        clef_backend_memory_info mem[2];
+        for (int on = 0; on < 2; on++) {
+            state->params.no_graphs = !on;
+            for (int r = -1 - on; r < runs; r++) {
+                double a = bench_now_ms();
+                if ((st = qwen35_forward(m, state, ns, seq, ids, NULL)) != CLEF_OK ||
+                    (st = clef_backend_synchronize(be)) != CLEF_OK) {
+                    fprintf(stderr, "forward: %s\n", clef_last_error());
+                    return 1;
+                }
+                if (r >= 0)
+                    times[r] = bench_now_ms() - a;
+                else if (on && r == -1) /* the second forward of the layout records it */
+                    record_ms = bench_now_ms() - a;
+            }
+            ms[on] = bench_median(times, runs);
+            clef_backend_memory(be, &mem[on]);
+        }
+        printf("| clef %s | %lld x %lld | %.2f | %.2f | %.2fx | %.2f | %.1f |\n", argv[1], (long long)ns, (long long)T, ms[0],
+               ms[1], ms[0] / ms[1], record_ms, ((double)mem[1].device_used - (double)mem[0].device_used) / 1048576.0);
+    }
+    int64_t recorded = 0, replayed = 0, held = 0;
+    qwen35_state_graph_counts(state, &recorded, &replayed, &held);
+    printf("\nrecordings: %lld made, %lld launches, %lld held\n", (long long)recorded, (long long)replayed, (long long)held);
+    const int64_t cases[][2] = {{1, 298}, {1, 1502}, {1, 2270}, {1, 8192}, {8, 1502}};
+    const int n_cases = graphs_only ? 0 : 5;
+    if (n_cases) {
+        printf("\nRecordings on:\n\n| model | batch x tokens | ms (median of %d) | tokens/s | TFLOP/s | of "
+               "ceiling | resident GiB | peak GiB |\n", runs);
+        printf("|---|---|---|---|---|---|---|---|\n");
+    }
     for (int c = 0; c < n_cases; c++) {
         const int64_t ns = cases[c][0], T = cases[c][1];
         int64_t seq[9];
         for (int64_t s = 0; s <= ns; s++)
             seq[s] = s * T;
-        for (int r = -1; r < runs; r++) {
+        for (int r = -2; r < runs; r++) { /* warm-up: direct, recorded */
             double a = bench_now_ms();
             if ((st = qwen35_forward(m, state, ns, seq, ids, NULL)) != CLEF_OK ||
                 (st = clef_backend_synchronize(be)) != CLEF_OK) {
@@ -166,7 +213,7 @@ int main(int argc, char **argv) {
     /* where the time goes: per-op GPU time at 298, 2,270 and 8,192 tokens (at 298 the sum of the
      * ops against the table's wall time shows how long the GPU waits for launches) */
     const int64_t prof_T[3] = {298, 2270, 8192};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 3 && profile; i++) {
         int64_t seq[2] = {0, prof_T[i]};
         clef_backend_cuda_profile(be, 1);
         for (int r = 0; r < 2; r++)
@@ -181,6 +228,11 @@ int main(int argc, char **argv) {
     clef_backend_cuda_gemm_tuning_report(be, stdout);
     printf("\nbackend device memory: resident %.2f GiB, peak %.2f GiB (weights %.2f GiB; backend workspaces before load %.3f GiB)\n",
            resident / 1073741824.0, peak / 1073741824.0, qwen35_weight_bytes(m) / 1073741824.0, res0 / 1073741824.0);
+    clef_backend_memory_info mi;
+    qwen35_state_graph_counts(state, &recorded, &replayed, &held);
+    if (clef_backend_memory(be, &mi) == CLEF_OK)
+        printf("device memory in use (driver's count, all of the process): %.2f GiB, with %lld recordings held\n",
+               mi.device_used / 1073741824.0, (long long)held);
     qwen35_state_free(state);
     qwen35_free(m);
     clef_backend_free(be);

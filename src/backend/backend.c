@@ -78,6 +78,32 @@ void clef_backend_host_free(clef_backend *be, void *ptr) {
         free(ptr);
 }
 
+int clef_backend_can_capture(const clef_backend *be) {
+    return be->ops->capture_begin && be->ops->capture_end && be->ops->graph_launch && be->ops->graph_free;
+}
+
+int clef_backend_capture_begin(clef_backend *be) {
+    if (!clef_backend_can_capture(be))
+        return clef_fail(CLEF_ERR_UNSUPPORTED, "backend '%s' cannot record ops", be->ops->name);
+    return be->ops->capture_begin(be);
+}
+
+int clef_backend_capture_end(clef_backend *be, clef_graph **graph) {
+    CLEF_ASSERT(graph && clef_backend_can_capture(be));
+    *graph = NULL;
+    return be->ops->capture_end(be, graph);
+}
+
+int clef_backend_graph_launch(clef_backend *be, clef_graph *graph) {
+    CLEF_ASSERT(graph && clef_backend_can_capture(be));
+    return be->ops->graph_launch(be, graph);
+}
+
+void clef_backend_graph_free(clef_backend *be, clef_graph *graph) {
+    if (graph && be->ops->graph_free)
+        be->ops->graph_free(be, graph);
+}
+
 int clef_backend_write_async(clef_backend *be, void *dst, const void *host_src, size_t bytes) {
     return be->ops->write_async ? be->ops->write_async(be, dst, host_src, bytes)
                                 : be->ops->write(be, dst, host_src, bytes);

@@ -135,6 +135,7 @@ typedef struct clef_backend_memory_info {
 /* ---- the op table ------------------------------------------------------------------------- */
 
 typedef struct clef_backend clef_backend;
+typedef struct clef_graph clef_graph; /* a recording of queued ops (see capture_begin) */
 
 typedef struct clef_backend_ops {
     const char *name; /* "cpu" */
@@ -316,7 +317,31 @@ typedef struct clef_backend_ops {
      * done, so the caller can fill another staging buffer meanwhile. host_src must stay
      * unchanged until synchronize returns (the weight loader alternates two buffers). */
     int (*write_async)(clef_backend *be, void *dst, const void *host_src, size_t bytes);
+
+    /* ==== recordings (optional slots, NULL on the CPU) ====================================
+     * A device that queues work can record the ops called between capture_begin and
+     * capture_end instead of running them, and replay the recording later with one
+     * graph_launch, so the host's per-op launch cost leaves the critical path. A recording
+     * keeps every operand address and size it saw: the caller replays it only for the same
+     * calls on the same buffers, whose contents may change (host writes go before the
+     * launch). Between begin and end only ops are called: no write, read, synchronize, alloc
+     * or release. Run the ops once directly first: buffers an op grows on first use, and
+     * other first-use setup, cannot happen while recording.
+     * capture_end: CLEF_OK and *graph, or a negative status and *graph NULL when something in
+     * between could not be recorded (e.g. an op needed a bigger buffer). Nothing ran then: the
+     * caller runs the same ops directly; the handle's status is as before capture_begin.
+     * graph_launch: queue the recorded work, in order with the handle's other work; returns
+     * CLEF_GRAPH_STALE (nothing queued) when a buffer of the backend's own that the recording
+     * uses has moved since (the caller frees it, runs directly, records again).
+     * graph_free accepts NULL. */
+    int (*capture_begin)(clef_backend *be);
+    int (*capture_end)(clef_backend *be, clef_graph **graph);
+    int (*graph_launch)(clef_backend *be, clef_graph *graph);
+    void (*graph_free)(clef_backend *be, clef_graph *graph);
 } clef_backend_ops;
+
+/* graph_launch's answer for a recording whose backend buffers have moved (> 0: not an error). */
+#define CLEF_GRAPH_STALE 1
 
 struct clef_backend {
     const clef_backend_ops *ops;
@@ -365,6 +390,14 @@ void *clef_backend_host_alloc(clef_backend *be, size_t bytes);
 void clef_backend_host_free(clef_backend *be, void *ptr);
 /* write_async where the backend has it, else write (see the op's comment). */
 int clef_backend_write_async(clef_backend *be, void *dst, const void *host_src, size_t bytes);
+
+/* Recordings (see capture_begin): 1 when be has them. capture_begin returns
+ * CLEF_ERR_UNSUPPORTED on a backend without them. */
+int clef_backend_can_capture(const clef_backend *be);
+int clef_backend_capture_begin(clef_backend *be);
+int clef_backend_capture_end(clef_backend *be, clef_graph **graph);
+int clef_backend_graph_launch(clef_backend *be, clef_graph *graph);
+void clef_backend_graph_free(clef_backend *be, clef_graph *graph);
 
 /* 1 if be runs matrices of type t (see supports_format). */
 int clef_backend_supports_format(clef_backend *be, clef_wtype t);

@@ -19,6 +19,16 @@
  * [3, n_tokens] (the T/H/W axes of mRoPE); text gives all three = the token's index in its own
  * sequence, which is what a NULL pos means.
  *
+ * Recordings: on a backend that can record its ops (the CUDA backend: CUDA graphs, backend.h's
+ * capture_begin), a forward's ops after the host writes are recorded per batch layout (the
+ * sequence offsets, and the given embeddings' buffer and count) and replayed for later
+ * forwards of the same layout: the first forward of a layout runs directly (it grows the
+ * backend's buffers and picks its GEMM algorithms), the second records and launches the
+ * recording, later ones launch it. The same kernels run on the same buffers, so the output is
+ * the same, bit for bit. A state keeps up to QWEN35_GRAPHS layouts (the least recently used
+ * makes room). The CUDA backend records only when turned on (CLEF_CUDA_GRAPHS=1 or
+ * clef_backend_cuda_set_graphs); params.no_graphs keeps one state from recording.
+ *
  * Memory: qwen35_load reads each weight once, straight into its backend buffer (BF16 or F32
  * kept as stored; small vectors — norms, conv taps, gates — as fp32) and validates every shape
  * against the config; qwen35_state_create allocates the RunState for (max_tokens,
@@ -39,6 +49,9 @@ typedef struct qwen35_params {
     int64_t max_seq_len;  /* longest sequence a forward accepts (tokens); > 0 */
     int64_t max_tokens;   /* all sequences of one forward together; 0 = max_seq_len */
     clef_gdn_mode gdn_mode; /* CLEF_GDN_CHUNKED (default) or the recurrent reference */
+    int no_graphs;        /* 1: every forward runs its ops directly, never recorded (see
+                             "Recordings" below); 0 (default): recorded where the backend
+                             records (the CUDA backend: only when turned on) */
 } qwen35_params;
 
 qwen35_params qwen35_default_params(void); /* max_seq_len 4096, chunked */
@@ -95,6 +108,11 @@ typedef struct qwen35_embeds {
 int qwen35_forward_embeds(const qwen35_model *m, qwen35_state *s, int64_t n_seqs,
                           const int64_t *seq_start, const int32_t *ids, const int32_t *pos,
                           const qwen35_embeds *embeds);
+
+/* What the recordings of s did so far: forwards recorded (each layout once, again after a
+ * backend buffer moved) and forwards that launched a recording (the recording ones too),
+ * and the layouts held now. Any pointer may be NULL. */
+void qwen35_state_graph_counts(const qwen35_state *s, int64_t *recorded, int64_t *replayed, int64_t *held);
 
 /* [n_tokens, D] fp32 in backend memory, row = token of the last forward on s; valid until the
  * next forward on s or qwen35_state_free. */

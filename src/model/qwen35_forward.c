@@ -8,10 +8,14 @@
  * delta rule, attention) take the sequence offsets so no sequence sees another, and RoPE takes its
  * cos/sin rows from a table built at the start of the forward from each row's position.
  * The weights come from the read-only model; everything written is the state's.
+ * The host writes the batch (ids, positions, offsets) first; every op after them is in
+ * forward_ops, which a backend that can record runs once directly per batch layout, then
+ * records, then replays (qwen35_graphs.c keeps the layouts; qwen35.h, "Recordings").
  */
 #include "model/qwen35_internal.h"
 
 #include "core/error.h"
+#include "core/log.h"
 
 #include <math.h>
 
@@ -150,6 +154,41 @@ static int64_t plan_groups(qwen35_state *s, int64_t n_seqs, const int64_t *seq_s
     return n_groups;
 }
 
+/* Everything a forward queues after its host writes: the RoPE table, the embedding (from a
+ * table on the backend), the given embeddings, the layers and the final norm. Only ops, so
+ * the whole of it can be recorded (backend.h's capture_begin). */
+static void forward_ops(const qwen35_model *m, qwen35_state *s, int64_t n, int64_t n_groups,
+                        const qwen35_embeds *embeds) {
+    clef_backend *be = s->be;
+    const int64_t D = m->cfg.hidden_size;
+    const float eps = (float)m->cfg.rms_norm_eps;
+    /* cos, sin = rotary_emb(x, position_ids)  (one row per token of the batch) */
+    clef_rope_table(be, n, s->pos, m->rot_dims, m->cfg.rope_theta, m->cfg.mrope_section, m->cfg.mrope_interleaved,
+                    s->rope_cos, s->rope_sin);
+    /* h = embed_tokens(input_ids)  (no scaling; a host table was gathered before) */
+    if (!m->embed_be)
+        clef_get_rows(be, &m->w.embed, n, s->ids, s->h, D);
+    /* inputs_embeds = inputs_embeds.masked_scatter(media_mask, media_features) */
+    if (embeds && embeds->n > 0)
+        clef_segment_sum(be, embeds->n, D, s->embed_segs, embeds->features, D, NULL, s->h, D);
+    for (int64_t i = 0; i < m->cfg.num_hidden_layers; i++) {
+        const qwen35_layer *L = &m->w.layers[i];
+        /* h += mixer(input_layernorm(h)) */
+        clef_rmsnorm(be, n, D, s->h, D, L->input_norm, eps, 1, s->xn, D);
+        for (int64_t g = 0; g < n_groups; g++) {
+            if (L->type == CLEF_LAYER_LINEAR_ATTENTION)
+                gdn_mixer(m, s, L, &s->groups[g]);
+            else
+                attention_mixer(m, s, L, &s->groups[g]);
+        }
+        /* h += mlp(post_attention_layernorm(h)) */
+        clef_rmsnorm(be, n, D, s->h, D, L->post_norm, eps, 1, s->xn, D);
+        mlp(m, s, L, n);
+    }
+    /* last_hidden_state = norm(h) */
+    clef_rmsnorm(be, n, D, s->h, D, m->w.final_norm, eps, 1, s->out, D);
+}
+
 int qwen35_forward(const qwen35_model *m, qwen35_state *s, int64_t n_seqs,
                    const int64_t *seq_start, const int32_t *ids, const int32_t *pos) {
     return qwen35_forward_embeds(m, s, n_seqs, seq_start, ids, pos, NULL);
@@ -195,7 +234,6 @@ int qwen35_forward_embeds(const qwen35_model *m, qwen35_state *s, int64_t n_seqs
         }
     }
     clef_backend *be = s->be;
-    const float eps = (float)m->cfg.rms_norm_eps;
     /* the batch on the backend: ids, positions (text: each row's index in its own sequence on
      * all three axes), and the sequence offsets the token-mixing ops read (per mixer group) */
     const int64_t n_groups = plan_groups(s, n_seqs, seq_start);
@@ -216,14 +254,9 @@ int qwen35_forward_embeds(const qwen35_model *m, qwen35_state *s, int64_t n_seqs
     if (st != CLEF_OK)
         return st;
     s->n_tokens = n;
-
-    /* cos, sin = rotary_emb(x, position_ids)  (one row per token of the batch) */
-    clef_rope_table(be, n, s->pos, m->rot_dims, m->cfg.rope_theta, m->cfg.mrope_section, m->cfg.mrope_interleaved,
-                    s->rope_cos, s->rope_sin);
-    /* h = embed_tokens(input_ids)  (no scaling) */
-    if (!m->embed_be) {
-        clef_get_rows(be, &m->w.embed, n, s->ids, s->h, D);
-    } else { /* the table is in host memory: gather rows there, copy them to h */
+    /* h = embed_tokens(input_ids) from a host table: gathered there and copied (host writes:
+     * before the ops, which may be a recording) */
+    if (m->embed_be) {
         for (int64_t t0 = 0; t0 < n && st == CLEF_OK; t0 += QWEN35_EMBED_CHUNK) {
             int64_t c = n - t0 < QWEN35_EMBED_CHUNK ? n - t0 : QWEN35_EMBED_CHUNK;
             clef_get_rows(s->embed_be, &m->w.embed, c, ids + t0, s->embed_stage, D);
@@ -232,24 +265,40 @@ int qwen35_forward_embeds(const qwen35_model *m, qwen35_state *s, int64_t n_seqs
         if (st != CLEF_OK)
             return st;
     }
-    /* inputs_embeds = inputs_embeds.masked_scatter(media_mask, media_features) */
-    if (embeds && embeds->n > 0)
-        clef_segment_sum(be, embeds->n, D, s->embed_segs, embeds->features, D, NULL, s->h, D);
-    for (int64_t i = 0; i < m->cfg.num_hidden_layers; i++) {
-        const qwen35_layer *L = &m->w.layers[i];
-        /* h += mixer(input_layernorm(h)) */
-        clef_rmsnorm(be, n, D, s->h, D, L->input_norm, eps, 1, s->xn, D);
-        for (int64_t g = 0; g < n_groups; g++) {
-            if (L->type == CLEF_LAYER_LINEAR_ATTENTION)
-                gdn_mixer(m, s, L, &s->groups[g]);
-            else
-                attention_mixer(m, s, L, &s->groups[g]);
+    /* the ops: replayed from this layout's recording, recorded at its second forward (the
+     * first ran them directly: buffers grown, GEMM algorithms chosen), or run directly */
+    qwen35_layout *lay = qwen35_layout_of(s, n_seqs, seq_start, embeds);
+    if (lay && lay->graph) {
+        st = clef_backend_graph_launch(be, lay->graph);
+        if (st == CLEF_OK) {
+            s->graphs_replayed++;
+            return clef_backend_synchronize(be);
         }
-        /* h += mlp(post_attention_layernorm(h)) */
-        clef_rmsnorm(be, n, D, s->h, D, L->post_norm, eps, 1, s->xn, D);
-        mlp(m, s, L, n);
+        if (st != CLEF_GRAPH_STALE)
+            return st;
+        clef_backend_graph_free(be, lay->graph); /* a backend buffer moved: run, record again */
+        lay->graph = NULL, lay->direct_runs = 0;
     }
-    /* last_hidden_state = norm(h) */
-    clef_rmsnorm(be, n, D, s->h, D, m->w.final_norm, eps, 1, s->out, D);
+    if (lay && lay->direct_runs > 0 && lay->failures < QWEN35_GRAPH_TRIES) {
+        if (clef_backend_capture_begin(be) == CLEF_OK) {
+            forward_ops(m, s, n, n_groups, embeds);
+            clef_graph *graph = NULL;
+            if (clef_backend_capture_end(be, &graph) == CLEF_OK) {
+                lay->graph = graph;
+                s->graphs_recorded++;
+                if ((st = clef_backend_graph_launch(be, graph)) != CLEF_OK)
+                    return st; /* just recorded, so not stale: a device failure */
+                s->graphs_replayed++;
+                return clef_backend_synchronize(be);
+            }
+            CLEF_LOG_W("qwen35: a forward of %lld tokens in %lld sequences runs directly: %s", (long long)n,
+                       (long long)n_seqs, clef_last_error());
+        }
+        lay->failures++; /* nothing ran: run the ops directly below */
+        clef_error_clear();
+    }
+    forward_ops(m, s, n, n_groups, embeds);
+    if (lay)
+        lay->direct_runs++;
     return clef_backend_synchronize(be);
 }

@@ -51,6 +51,32 @@ typedef struct qwen35_group {
     clef_seqs seqs;
 } qwen35_group;
 
+/* A batch layout the state has run (qwen35_forward.c): the key a recording is replayed for
+ * (sequence offsets, given embeddings' buffer and count) and what is known about it. */
+typedef struct qwen35_layout {
+    int64_t n_seqs;             /* 0: a free slot */
+    int64_t *seq_start;         /* (n_seqs + 1) */
+    int64_t n_embeds;
+    const float *features;
+    int direct_runs;            /* forwards of it that ran their ops directly */
+    int failures;               /* recordings that failed (QWEN35_GRAPH_TRIES: stop trying) */
+    clef_graph *graph;          /* its recording, or NULL */
+    uint64_t last_used;         /* s->graph_clock at its last forward (least recently used goes) */
+} qwen35_layout;
+
+/* Layouts one state keeps recordings for, and the failed recordings after which a layout
+ * runs directly for good. */
+#define QWEN35_GRAPHS 16
+#define QWEN35_GRAPH_TRIES 2
+
+/* qwen35_graphs.c: the layout of a forward (seq_start of n_seqs sequences, embeds NULL or
+ * given), found or made (the least recently used slot gives way, its recording freed);
+ * NULL when recordings are off for s or the host is out of memory. */
+qwen35_layout *qwen35_layout_of(qwen35_state *s, int64_t n_seqs, const int64_t *seq_start,
+                                const qwen35_embeds *embeds);
+/* Forget layout l (frees its recording). */
+void qwen35_layout_clear(qwen35_state *s, qwen35_layout *l);
+
 /* A RunState: every buffer one forward writes, planned at creation for (N, Tm). */
 struct qwen35_state {
     const qwen35_model *model;  /* the weights it runs (read-only) */
@@ -82,6 +108,9 @@ struct qwen35_state {
     clef_segment *host_segs;    /* (N) host staging of embed_segs */
     size_t bytes;               /* backend bytes of the buffers */
     int64_t n_tokens;           /* rows of the last forward */
+    qwen35_layout layouts[QWEN35_GRAPHS]; /* recorded or seen batch layouts (qwen35_forward.c) */
+    uint64_t graph_clock;       /* forwards that looked a layout up */
+    int64_t graphs_recorded, graphs_replayed;
 };
 
 struct qwen35_model {

@@ -169,6 +169,8 @@ err:
 void qwen35_state_free(qwen35_state *s) {
     if (!s)
         return;
+    for (int i = 0; i < QWEN35_GRAPHS; i++) /* the recordings use the buffers */
+        qwen35_layout_clear(s, &s->layouts[i]);
     clef_buffer_set_release(&s->buffers);
     if (s->embed_stage)
         clef_backend_host_free(s->be, s->embed_stage);

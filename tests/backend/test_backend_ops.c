@@ -992,6 +992,12 @@ static const struct {
     {SLOT(write_async), "a copy, no computation (NULL on the CPU, where write is taken): every "
                         "GPU weight load queues its pieces through it (weight_loader.c), so "
                         "every CUDA model test checks what it copied"},
+    {SLOT(capture_begin), "recording queued ops, no computation of its own (NULL on the CPU): "
+                          "tests/cuda/test_cuda_graph.c checks a recorded forward equals the "
+                          "direct one bit for bit"},
+    {SLOT(capture_end), "as capture_begin"},
+    {SLOT(graph_launch), "as capture_begin"},
+    {SLOT(graph_free), "as capture_begin"},
 };
 
 /* Every op slot (after the memory functions, which every case uses) has a case. */

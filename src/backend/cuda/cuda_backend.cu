@@ -1,7 +1,10 @@
 /*
  * cuda_backend.cu — the CUDA backend's creation (device, stream, cuBLASLt handle and its
  * workspace), device memory (cudaMalloc'd buffers, copies on the backend's stream) and the op
- * table wiring the kernels of the other cuda_*.cu files.
+ * table wiring the kernels of the other cuda_*.cu files. Recordings (cuda_graph.cu) are off
+ * unless the environment sets CLEF_CUDA_GRAPHS=1 (or clef_backend_cuda_set_graphs turns them
+ * on): a replay saves 3-7% of a short forward, the forward that records costs ~25% more
+ * (bench/RESULTS.md, run16_graph), so they pay only where a batch layout recurs often.
  */
 #include "backend/cuda/cuda_internal.cuh"
 #include "backend/cuda/cuda_quant_internal.cuh"
@@ -94,6 +97,8 @@ static void cuda_free_backend(clef_backend *be) {
             cudaStreamSynchronize(ctx->stream);
         cuda_gemm_plans_free(ctx);
         cuda_quant_free(ctx);
+        for (int i = 0; i < ctx->n_rope_inv; i++)
+            cudaFree(ctx->rope_inv[i].dev);
         if (ctx->lt)
             cublasLtDestroy(ctx->lt);
         cudaFree(ctx->lt_workspace);
@@ -114,6 +119,7 @@ static int cuda_fork(clef_backend *parent, clef_backend **child) {
         cuda_ctx(*child)->attention_fp32 = cuda_ctx(parent)->attention_fp32;
         cuda_ctx(*child)->gdn_chunked = cuda_ctx(parent)->gdn_chunked;
         cuda_ctx(*child)->gemm_tuning = cuda_ctx(parent)->gemm_tuning;
+        cuda_ctx(*child)->graphs_off = cuda_ctx(parent)->graphs_off;
     }
     return st;
 }
@@ -159,6 +165,10 @@ static const clef_backend_ops cuda_ops = {
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
     .write_async = cuda_write_async,
+    .capture_begin = cuda_capture_begin,
+    .capture_end = cuda_capture_end,
+    .graph_launch = cuda_graph_launch,
+    .graph_free = cuda_graph_free,
 };
 
 extern "C" int clef_backend_cuda_device_count(void) {
@@ -192,6 +202,8 @@ extern "C" int clef_backend_cuda_create(int device, clef_backend **out) {
     ctx->device = device;
     ctx->status = CLEF_OK;
     ctx->gemm_tuning = 1;
+    const char *graphs = getenv("CLEF_CUDA_GRAPHS");
+    ctx->graphs_off = !(graphs && !strcmp(graphs, "1"));
     int st = CLEF_OK;
     if ((st = cuda_record(be, cudaSetDevice(device), "cudaSetDevice")) != CLEF_OK ||
         (st = cuda_record(be, cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking), "cudaStreamCreate")) != CLEF_OK ||
@@ -221,9 +233,16 @@ extern "C" void clef_backend_cuda_memory(const clef_backend *be, size_t *residen
 
 extern "C" void clef_backend_cuda_memory_reset_peak(clef_backend *be) { cuda_ctx(be)->peak = cuda_ctx(be)->resident; }
 
-extern "C" void clef_backend_cuda_set_attention_fp32(clef_backend *be, int on) { cuda_ctx(be)->attention_fp32 = on != 0; }
+/* the kernel switches change what a forward launches: recordings made before are stale */
+extern "C" void clef_backend_cuda_set_attention_fp32(clef_backend *be, int on) {
+    cuda_ctx(be)->attention_fp32 = on != 0;
+    cuda_ctx(be)->graph_epoch++;
+}
 
-extern "C" void clef_backend_cuda_set_gdn_chunked(clef_backend *be, int on) { cuda_ctx(be)->gdn_chunked = on != 0; }
+extern "C" void clef_backend_cuda_set_gdn_chunked(clef_backend *be, int on) {
+    cuda_ctx(be)->gdn_chunked = on != 0;
+    cuda_ctx(be)->graph_epoch++;
+}
 
 extern "C" int clef_backend_cuda_flash_attention(const clef_backend *be) {
     return ((const cuda_context *)be->ctx)->flash_ok;

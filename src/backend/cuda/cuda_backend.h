@@ -59,6 +59,14 @@ void clef_backend_cuda_set_attention_fp32(clef_backend *be, int on);
  * kernel, the reference form. Both compute the same function within the op's tolerance. */
 void clef_backend_cuda_set_gdn_chunked(clef_backend *be, int on);
 
+/* Recordings (backend.h's capture_begin ..., cuda_graph.cu): on = 1 lets the model record a
+ * forward as a CUDA graph per batch layout and replay it; 0 (the default unless the
+ * environment sets CLEF_CUDA_GRAPHS=1 when the handle is created) makes capture_begin refuse
+ * and held recordings stale, so every forward runs its ops directly. Off by default because
+ * the forward that records is slower (~25%) than a direct one and a replay saves only 3-7%
+ * at 16-298 tokens (bench/RESULTS.md, run16_graph). Forks inherit it. */
+void clef_backend_cuda_set_graphs(clef_backend *be, int on);
+
 /* Bench-only tuning of the chunked gated delta rule, process-wide: seg_chunks chunks of 64
  * per segment (its scratch; 0 = the default, 16), slice_cols value columns per walk block
  * (32 or 64; 0 = chosen from the head count and the device). Set before sizing workspaces. */

@@ -197,36 +197,59 @@ __global__ void k_rope_table(int64_t T, const int32_t *pos, int64_t rot, const f
     sin_out[t * rot + j] = sin_out[t * rot + half + j] = s;
 }
 
-void cuda_rope_table(clef_backend *be, int64_t T, const int32_t *pos, int64_t rot_dims, double theta,
-                     const int64_t sections[3], int mrope_interleaved, float *cos_out, float *sin_out) {
+/* The device copy of the inverse frequencies for (theta, rot_dims), uploaded on first use and
+ * kept (a handful per backend: one per model the handle runs), so a forward's rope_table
+ * launches one kernel and copies nothing from the host: it can be recorded (cuda_graph.cu). */
+static const float *rope_inv_freq(clef_backend *be, int64_t rot_dims, double theta) {
     cuda_context *ctx = cuda_ctx(be);
-    if (ctx->status != CLEF_OK || T <= 0)
-        return;
+    for (int i = 0; i < ctx->n_rope_inv; i++)
+        if (ctx->rope_inv[i].theta == theta && ctx->rope_inv[i].rot_dims == rot_dims)
+            return ctx->rope_inv[i].dev;
+    if (cuda_capture_refuse(be, "a new RoPE table"))
+        return NULL;
+    if (ctx->n_rope_inv == CUDA_ROPE_TABLES) {
+        ctx->status = clef_fail(CLEF_ERR_UNSUPPORTED, "CUDA rope_table: more than %d (theta, rot_dims) pairs on one backend",
+                                CUDA_ROPE_TABLES);
+        return NULL;
+    }
     const int64_t half = rot_dims / 2;
-    float host[512];
-    float *inv = host;
-    if (half > 512 && !(inv = (float *)malloc(sizeof(float) * (size_t)half))) {
+    float *inv = (float *)malloc(sizeof(float) * (size_t)(half > 0 ? half : 1));
+    if (!inv) {
         ctx->status = clef_fail(CLEF_ERR_OUT_OF_MEMORY, "CUDA rope_table: out of memory");
-        return;
+        return NULL;
     }
     for (int64_t j = 0; j < half; j++) {
         float exponent = (float)(2 * j) / (float)rot_dims;
         inv[j] = 1.0f / (float)pow(theta, (double)exponent);
     }
     float *dev = NULL;
-    if (cuda_record(be, cudaMallocAsync((void **)&dev, sizeof(float) * (size_t)half, ctx->stream), "rope table") == CLEF_OK &&
+    const size_t bytes = sizeof(float) * (size_t)(half > 0 ? half : 1);
+    if (cuda_record(be, cudaMalloc((void **)&dev, bytes), "rope table") == CLEF_OK) {
+        cuda_account(be, (ptrdiff_t)bytes);
+        /* in the stream's order, and done before inv is freed below */
         cuda_record(be, cudaMemcpyAsync(dev, inv, sizeof(float) * (size_t)half, cudaMemcpyHostToDevice, ctx->stream),
-                    "rope table copy") == CLEF_OK) {
-        k_rope_table<<<cuda_blocks(T * half, EW_THREADS), EW_THREADS, 0, ctx->stream>>>(
-            T, pos, rot_dims, dev, sections[0], sections[1], sections[2], mrope_interleaved, cos_out, sin_out);
-        CUDA_CHECK_LAUNCH(be, "rope_table kernel");
-        /* the host array must outlive the (asynchronous) copy */
-        cuda_record(be, cudaStreamSynchronize(ctx->stream), "rope table");
+                    "rope table copy");
+        cuda_record(be, cudaStreamSynchronize(ctx->stream), "rope table copy");
+        ctx->rope_inv[ctx->n_rope_inv].theta = theta;
+        ctx->rope_inv[ctx->n_rope_inv].rot_dims = rot_dims;
+        ctx->rope_inv[ctx->n_rope_inv++].dev = dev;
     }
-    if (dev)
-        cudaFreeAsync(dev, ctx->stream);
-    if (inv != host)
-        free(inv);
+    free(inv);
+    return ctx->status == CLEF_OK ? dev : NULL;
+}
+
+void cuda_rope_table(clef_backend *be, int64_t T, const int32_t *pos, int64_t rot_dims, double theta,
+                     const int64_t sections[3], int mrope_interleaved, float *cos_out, float *sin_out) {
+    cuda_context *ctx = cuda_ctx(be);
+    if (ctx->status != CLEF_OK || T <= 0)
+        return;
+    const int64_t half = rot_dims / 2;
+    const float *inv = rope_inv_freq(be, rot_dims, theta);
+    if (!inv)
+        return;
+    k_rope_table<<<cuda_blocks(T * half, EW_THREADS), EW_THREADS, 0, ctx->stream>>>(
+        T, pos, rot_dims, inv, sections[0], sections[1], sections[2], mrope_interleaved, cos_out, sin_out);
+    CUDA_CHECK_LAUNCH(be, "rope_table kernel");
 }
 
 __global__ void k_rope_apply(int64_t T, int64_t n_heads, float *x, int64_t ldx, int64_t head_stride, int64_t rot,

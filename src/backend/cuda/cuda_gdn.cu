@@ -259,7 +259,9 @@ __global__ void __launch_bounds__(GDN_WARPS * 32) k_gdn_recurrent(clef_gdn_args 
  * clef_backend_cuda_set_gdn_chunked(be, 1) (0). */
 #define GC_BY_DEFAULT 1
 
-/* Bench-only tuning (clef_backend_cuda_tune_gdn): 0 = the defaults. */
+/* Bench-only tuning (clef_backend_cuda_tune_gdn, clef_backend_cuda_tune_gdn_products): 0 = the
+ * defaults. Process-wide, not per backend: set them before any forward is recorded as a CUDA
+ * graph (cuda_graph.cu), whose recordings keep the form they were made with. */
 static int gc_seg_tuned, gc_slice_tuned, gc_products_tuned;
 
 extern "C" void clef_backend_cuda_tune_gdn(int seg_chunks, int slice_cols) {

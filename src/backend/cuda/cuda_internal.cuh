@@ -37,6 +37,7 @@ typedef struct cuda_gemm_plan {
 } cuda_gemm_plan;
 
 #define CUDA_GEMM_PLANS 128
+#define CUDA_ROPE_TABLES 8
 
 typedef struct cuda_context {
     int device;
@@ -73,6 +74,19 @@ typedef struct cuda_context {
                                assumes (checked at create); 0: the shared-memory kernel runs */
     int gemm_tuning;        /* 1 (default): time cuBLASLt's candidate algorithms per new BF16
                                layout and keep the fastest (cuda_matmul.cu) */
+    /* Recordings (cuda_graph.cu). capturing: ops are being recorded on the stream, so
+     * nothing may allocate, free or synchronize: the ops that grow a buffer on first use
+     * refuse instead (cuda_capture_refuse) and the recording fails. graph_epoch counts the
+     * moves of the backend's own buffers a recording may use (the bf16 staging, the quantized
+     * matmuls' scratch) and the kernel switches: a recording of an older epoch is stale.
+     * graphs_off: never record (the default: unless CLEF_CUDA_GRAPHS=1 or
+     * clef_backend_cuda_set_graphs(be, 1)). */
+    int capturing, graphs_off;
+    unsigned long long graph_epoch, capture_epoch;
+    /* RoPE inverse frequencies per (theta, rot_dims) on the device, uploaded once each
+     * (cuda_elementwise.cu): a forward's rope_table then copies nothing from the host */
+    struct { double theta; int64_t rot_dims; float *dev; } rope_inv[CUDA_ROPE_TABLES];
+    int n_rope_inv;
     cuda_gemm_plan plans[CUDA_GEMM_PLANS];
     struct cuda_quant_state *quant; /* quantized formats (cuda_quant.cu); NULL until first used */
 } cuda_context;
@@ -101,6 +115,17 @@ static inline int cuda_sm_count(clef_backend *be) {
     }
     return n;
 }
+
+/* Called by an op that must allocate, free or wait while its stream is being recorded:
+ * records the failure that makes the recording fail (the caller runs the ops directly
+ * afterwards, cuda_graph.cu) and returns 1; 0 when not recording. */
+int cuda_capture_refuse(clef_backend *be, const char *what);
+
+/* cuda_graph.cu: the recording slots of the op table (backend.h) */
+int cuda_capture_begin(clef_backend *be);
+int cuda_capture_end(clef_backend *be, clef_graph **graph);
+int cuda_graph_launch(clef_backend *be, clef_graph *graph);
+void cuda_graph_free(clef_backend *be, clef_graph *graph);
 
 /* Count device bytes for clef_backend_cuda_memory (cuda_backend.cu). */
 void cuda_account(clef_backend *be, ptrdiff_t delta);

@@ -276,6 +276,9 @@ static cuda_gemm_plan *gemm_plan(clef_backend *be, int a_type, int m, int n, int
             return p;
         }
     }
+    /* a new plan may time candidates (allocates, waits): made by a direct run first */
+    if (cuda_capture_refuse(be, "a new GEMM layout"))
+        return NULL;
     if (slot < 0) { /* table full: start over (shapes of one model fit easily) */
         cuda_gemm_plans_free(ctx);
         slot = 0;
@@ -362,6 +365,9 @@ static int staging(clef_backend *be, size_t bytes) {
     cuda_context *ctx = cuda_ctx(be);
     if (bytes <= ctx->xb_bytes)
         return CLEF_OK;
+    if (cuda_capture_refuse(be, "growing the bf16 staging buffer"))
+        return ctx->status;
+    ctx->graph_epoch++; /* recordings that use the old buffer are stale */
     cuda_record(be, cudaStreamSynchronize(ctx->stream), "synchronize before growing the staging buffer");
     cudaFree(ctx->xb);
     cuda_account(be, -(ptrdiff_t)ctx->xb_bytes);
@@ -508,7 +514,10 @@ extern "C" void clef_backend_cuda_gemm_tuning_report(clef_backend *be, FILE *out
     }
 }
 
-extern "C" void clef_backend_cuda_set_gemm_tuning(clef_backend *be, int on) { cuda_ctx(be)->gemm_tuning = on != 0; }
+extern "C" void clef_backend_cuda_set_gemm_tuning(clef_backend *be, int on) {
+    cuda_ctx(be)->gemm_tuning = on != 0;
+    cuda_ctx(be)->graph_epoch++;
+}
 
 __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }

@@ -113,6 +113,9 @@ extern "C" int clef_backend_cuda_profile(clef_backend *be, int on) {
         t->unary = p_unary, t->mul_sigmoid = p_mul_sigmoid, t->swiglu = p_swiglu, t->add = p_add;
         t->segment_sum = p_segment_sum, t->row_dot = p_row_dot, t->segment_softmax = p_segment_softmax;
         t->add_rows = p_add_rows, t->pair_features = p_pair_features, t->axpy = p_axpy;
+        /* profiled forwards run their ops directly (the events time each op); graph_free stays
+         * so recordings made before can still be freed */
+        t->capture_begin = NULL, t->capture_end = NULL, t->graph_launch = NULL;
         be->ops = t;
     } else if (!on && g_prof) {
         cudaStreamSynchronize(cuda_ctx(be)->stream);

@@ -85,6 +85,9 @@ void *cuda_quant_scratch(clef_backend *be, void *scratch, size_t bytes) {
     if (bytes <= st->scratch_bytes)
         return st->scratch;
     cuda_context *ctx = cuda_ctx(be);
+    if (cuda_capture_refuse(be, "growing the quantized-matmul scratch"))
+        return NULL;
+    ctx->graph_epoch++; /* recordings that use the old buffer are stale */
     /* queued work may still read the old buffer */
     cuda_record(be, cudaStreamSynchronize(ctx->stream), "synchronize before growing the quantized-matmul scratch");
     cudaFree(st->scratch);
@@ -311,6 +314,7 @@ size_t cuda_quant_workspace_size(clef_backend *be, int64_t T, const clef_matrix 
 
 extern "C" void clef_backend_cuda_set_convrot_exact(clef_backend *be, int on) {
     cuda_quant_state *st = cuda_quant_state_of(be);
+    cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
     if (st)
         st->convrot_exact = on != 0;
 }
@@ -321,18 +325,21 @@ static int wgmma_variant(int v) {
 
 extern "C" void clef_backend_cuda_set_int8_wgmma(clef_backend *be, int variant) {
     cuda_quant_state *st = cuda_quant_state_of(be);
+    cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
     if (st)
         st->int8_wgmma = wgmma_variant(variant);
 }
 
 extern "C" void clef_backend_cuda_set_fp8_exact_wgmma(clef_backend *be, int variant) {
     cuda_quant_state *st = cuda_quant_state_of(be);
+    cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
     if (st)
         st->fp8_exact_wgmma = wgmma_variant(variant);
 }
 
 extern "C" void clef_backend_cuda_set_nf4_gemm(clef_backend *be, int mode) {
     cuda_quant_state *st = cuda_quant_state_of(be);
+    cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
     if (st)
         st->nf4_gemm = mode == CLEF_CUDA_NF4_FUSED || mode == CLEF_CUDA_NF4_RUN15 ? mode : CLEF_CUDA_NF4_DEQUANT;
 }
@@ -344,18 +351,21 @@ extern "C" int clef_backend_cuda_nf4_gemm(clef_backend *be) {
 
 extern "C" void clef_backend_cuda_set_fp8_epilogue(clef_backend *be, int on) {
     cuda_quant_state *st = cuda_quant_state_of(be);
+    cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
     if (st)
         st->fp8_force_epilogue = on != 0;
 }
 
 extern "C" void clef_backend_cuda_set_fp8_tensor_cores(clef_backend *be, int on) {
     cuda_quant_state *st = cuda_quant_state_of(be);
+    cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
     if (st)
         st->fp8_tensor_cores = on != 0;
 }
 
 extern "C" void clef_backend_cuda_set_fp8_promoted(clef_backend *be, int variant) {
     cuda_quant_state *st = cuda_quant_state_of(be);
+    cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
     if (st)
         st->fp8_promoted = variant == CLEF_CUDA_FP8_PROMOTE_128 || variant == CLEF_CUDA_FP8_PROMOTE_32
                                ? variant

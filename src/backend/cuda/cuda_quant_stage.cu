@@ -128,6 +128,9 @@ static int qstage_grow(clef_backend *be, cuda_quant_state *st, size_t codes, siz
     cuda_context *ctx = cuda_ctx(be);
     if (codes <= st->qs_codes_bytes && scales <= st->qs_scales_bytes)
         return 1;
+    if (cuda_capture_refuse(be, "growing the quantized hand-off"))
+        return 0;
+    ctx->graph_epoch++; /* recordings whose producers write into the old buffer are stale */
     cuda_record(be, cudaStreamSynchronize(ctx->stream), "synchronize before growing the quantized hand-off");
     st->held_src = NULL;
     cudaFree(st->qs_codes);
@@ -179,6 +182,7 @@ void cuda_qstage_free(cuda_quant_state *st) {
 
 extern "C" void clef_backend_cuda_set_fused_quant(clef_backend *be, int on) {
     cuda_quant_state *st = cuda_quant_state_of(be);
+    cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
     if (st) {
         st->fused = on != 0;
         st->held_src = NULL;
