@@ -5,14 +5,14 @@
 #
 #   bench/gpu/run_h200.sh BIN_DIR LOG_DIR [steps]
 #
-# BIN_DIR holds test_cuda_ops, test_cuda_model, test_cuda_decide, bench_gpu_forward,
-# bench_gpu_cores, bench_gpu_attention (built
-# with -DCLEF_CUDA=ON)
+# BIN_DIR holds test_cuda_ops, test_cuda_model, test_cuda_decide, test_cuda_graph,
+# bench_gpu_forward, bench_gpu_cores, bench_gpu_attention (built with -DCLEF_CUDA=ON)
 # and, optionally, lib/ (shared libraries the GPU machine lacks) and whl/ (Python wheels of
 # flash-linear-attention and fla-core for the peer). Run from the repository root (the
 # model test reads tests/backbone/fixtures); peer_transformers.py is found beside this script.
-# steps: any of ops model decide cores9 cores27 ncu27 bench9 peer9 bench27 peer27 (default: all but
-# ncu27), each optionally with a time limit in seconds, e.g. ops:90 (default 600). cores*: the
+# steps: any of ops model decide graph cores9 cores27 ncu27 bench9 peer9 bench27 peer27 (default:
+# all but ncu27), each optionally with a time limit in seconds, e.g. ops:90 (default 600).
+# graph: recorded forwards (CUDA graphs) replayed vs direct ones, byte for byte. cores*: the
 # delta rule and attention alone per layer (bench_gpu_cores); ncu27: the same under Nsight
 # Compute, one duration per kernel launch. Not in the default list: attn9 / attn27 (attention
 # alone at the model's heads, bench_gpu_attention) and peerattn9 / peerattn27 (the same shapes
@@ -21,7 +21,7 @@ set -u -o pipefail
 BIN=$1
 LOG=$2
 shift 2
-STEPS=${*:-"ops model decide cores9 cores27 bench9 peer9 bench27 peer27"}
+STEPS=${*:-"ops model decide graph cores9 cores27 bench9 peer9 bench27 peer27"}
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/run_steps.sh"   # LOG, cuBLASLt, wheels; run_steps
 
@@ -30,6 +30,7 @@ run_step() {
     ops) $T "$BIN/test_cuda_ops" 2>&1 | tee "$LOG/ops.log" | tail -n 60 ;;
     model) $T "$BIN/test_cuda_model" 2>&1 | tee "$LOG/model.log" | tail -n 30 ;;
     decide) $T "$BIN/test_cuda_decide" 2>&1 | tee "$LOG/decide.log" | tail -n 30 ;;
+    graph) $T "$BIN/test_cuda_graph" 2>&1 | tee "$LOG/graph.log" | tail -n 20 ;;
     cores9) $T "$BIN/bench_gpu_cores" 9b 2>&1 | tee "$LOG/cores_9b.log" ;;
     cores27) $T "$BIN/bench_gpu_cores" 27b 2>&1 | tee "$LOG/cores_27b.log" ;;
     ncu27) $T ncu --clock-control none --metrics gpu__time_duration.sum --launch-count 40 \
