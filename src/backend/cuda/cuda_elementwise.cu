@@ -321,10 +321,7 @@ __global__ void k_mul_sigmoid(int64_t rows, int64_t cols, float *x, int64_t ldx,
                                      a.w * sigmoid_f(g.w));
         *(float4 *)(x + r * ldx + c) = v;
         if (xb) {
-            __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
-            uint2 packed;
-            packed.x = *(uint32_t *)&lo, packed.y = *(uint32_t *)&hi;
-            *(uint2 *)(xb + i) = packed;
+            cuda_store_bf16x4(xb + i, v);
         }
     } else {
         const float v = x[r * ldx + c] * sigmoid_f(gate[r * ldg + c]);
@@ -363,10 +360,7 @@ __global__ void __launch_bounds__(EW_ROW_THREADS) k_mul_sigmoid_rows_q(int64_t c
         *(float4 *)xp = v;
         *(float4 *)(qrow + k) = v;
         if (xb) {
-            __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
-            uint2 packed;
-            packed.x = *(uint32_t *)&lo, packed.y = *(uint32_t *)&hi;
-            *(uint2 *)(xb + t * K + k) = packed;
+            cuda_store_bf16x4(xb + t * K + k, v);
         }
     }
     __syncthreads();
@@ -415,10 +409,7 @@ __global__ void k_swiglu(int64_t n, const float *gate, const float *up, float *y
         const float4 v = make_float4(silu_f(g.x) * u.x, silu_f(g.y) * u.y, silu_f(g.z) * u.z, silu_f(g.w) * u.w);
         *(float4 *)(y + i) = v;
         if (yb) {
-            __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
-            uint2 packed;
-            packed.x = *(uint32_t *)&lo, packed.y = *(uint32_t *)&hi;
-            *(uint2 *)(yb + i) = packed;
+            cuda_store_bf16x4(yb + i, v);
         }
     } else {
         const float v = silu_f(gate[i]) * up[i];
@@ -441,10 +432,7 @@ __global__ void __launch_bounds__(EW_ROW_THREADS) k_swiglu_rows_q(const float *g
         *(float4 *)(y + i) = v;
         *(float4 *)(qrow + k) = v;
         if (yb) {
-            __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
-            uint2 packed;
-            packed.x = *(uint32_t *)&lo, packed.y = *(uint32_t *)&hi;
-            *(uint2 *)(yb + i) = packed;
+            cuda_store_bf16x4(yb + i, v);
         }
     }
     __syncthreads();

@@ -104,6 +104,15 @@ static inline int cuda_launched(clef_backend *be, const char *what) {
 }
 #define CUDA_CHECK_LAUNCH(be, what) cuda_launched((be), (what))
 
+/* Four floats rounded to bf16 (round to nearest even, as every bf16 copy of an fp32 value in
+ * this backend) and stored with one 8-byte write; dst 8-byte aligned. */
+__device__ __forceinline__ void cuda_store_bf16x4(__nv_bfloat16 *dst, float4 v) {
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+    uint2 packed;
+    packed.x = *(const uint32_t *)&lo, packed.y = *(const uint32_t *)&hi;
+    *(uint2 *)dst = packed;
+}
+
 static inline unsigned cuda_blocks(int64_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
 
 /* Multiprocessors of the backend's device (grid sizing). */

@@ -61,10 +61,7 @@ __global__ void k_f32_to_bf16_rows(int64_t T, int64_t K, const float *x, int64_t
     for (int64_t t = blockIdx.y; t < T; t += gridDim.y) {
         if (VEC == 4) {
             const float4 v = *(const float4 *)(x + t * ldx + c);
-            __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
-            uint2 packed;
-            packed.x = *(uint32_t *)&lo, packed.y = *(uint32_t *)&hi;
-            *(uint2 *)(xb + t * K + c) = packed;
+            cuda_store_bf16x4(xb + t * K + c, v);
         } else {
             xb[t * K + c] = __float2bfloat16_rn(x[t * ldx + c]);
         }

@@ -137,10 +137,7 @@ __global__ void k_rmsnorm_vec(int64_t dim, const float *x, int64_t ldx, const fl
         }
         yr[i] = n;
         if (yb) {
-            __nv_bfloat162 lo = __floats2bfloat162_rn(n.x, n.y), hi = __floats2bfloat162_rn(n.z, n.w);
-            uint2 packed;
-            packed.x = *(uint32_t *)&lo, packed.y = *(uint32_t *)&hi;
-            *(uint2 *)(yb + (int64_t)blockIdx.x * dim + 4 * (int64_t)i) = packed;
+            cuda_store_bf16x4(yb + (int64_t)blockIdx.x * dim + 4 * (int64_t)i, n);
         }
         if (tg.mode)
             ((float4 *)qrow)[i] = n;
@@ -291,10 +288,7 @@ __device__ __forceinline__ void gated_row_vec(int64_t r, int lane, int64_t dim, 
                                      (g.z * (v[j].z * s)) * silu_f(zz.z), (g.w * (v[j].w * s)) * silu_f(zz.w));
         yr[i] = o;
         if (yb) {
-            __nv_bfloat162 lo = __floats2bfloat162_rn(o.x, o.y), hi = __floats2bfloat162_rn(o.z, o.w);
-            uint2 packed;
-            packed.x = *(uint32_t *)&lo, packed.y = *(uint32_t *)&hi;
-            *(uint2 *)(yb + r * dim + 4 * (int64_t)i) = packed;
+            cuda_store_bf16x4(yb + r * dim + 4 * (int64_t)i, o);
         }
         if (qrow)
             ((float4 *)qrow)[i] = o;
