@@ -83,6 +83,28 @@ static double forward_flops(const clef_text_config *c, int64_t n_seqs, int64_t T
     return f;
 }
 
+/* warmups + runs forwards of the layout (ns sequences at seq); the last runs' times in times[],
+ * the last warm-up's in *last_warmup_ms (with recordings on: the one that records). Returns the
+ * first failure (reported). */
+static int time_forwards(qwen35_model *m, qwen35_state *state, clef_backend *be, int64_t ns, const int64_t *seq,
+                         const int32_t *ids, int warmups, int runs, double *times, double *last_warmup_ms) {
+    for (int r = -warmups; r < runs; r++) {
+        double a = bench_now_ms();
+        int st = qwen35_forward(m, state, ns, seq, ids, NULL);
+        if (st == CLEF_OK)
+            st = clef_backend_synchronize(be);
+        if (st != CLEF_OK) {
+            fprintf(stderr, "forward: %s\n", clef_last_error());
+            return st;
+        }
+        if (r >= 0)
+            times[r] = bench_now_ms() - a;
+        else if (r == -1 && last_warmup_ms)
+            *last_warmup_ms = bench_now_ms() - a;
+    }
+    return CLEF_OK;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || (strcmp(argv[1], "9b") && strcmp(argv[1], "27b"))) {
         fprintf(stderr, "usage: bench_gpu_forward 9b|27b [layers] [runs]\n");
@@ -159,18 +181,9 @@ int main(int argc, char **argv) {
         clef_backend_memory_info mem[2];
         for (int on = 0; on < 2; on++) {
             state->params.no_graphs = !on;
-            for (int r = -1 - on; r < runs; r++) {
-                double a = bench_now_ms();
-                if ((st = qwen35_forward(m, state, ns, seq, ids, NULL)) != CLEF_OK ||
-                    (st = clef_backend_synchronize(be)) != CLEF_OK) {
-                    fprintf(stderr, "forward: %s\n", clef_last_error());
-                    return 1;
-                }
-                if (r >= 0)
-                    times[r] = bench_now_ms() - a;
-                else if (on && r == -1) /* the second forward of the layout records it */
-                    record_ms = bench_now_ms() - a;
-            }
+            /* on: the second forward of the layout records it */
+            if (time_forwards(m, state, be, ns, seq, ids, 1 + on, runs, times, on ? &record_ms : NULL) != CLEF_OK)
+                return 1;
             ms[on] = bench_median(times, runs);
             clef_backend_memory(be, &mem[on]);
         }
@@ -193,16 +206,8 @@ int main(int argc, char **argv) {
         int64_t seq[9];
         for (int64_t s = 0; s <= ns; s++)
             seq[s] = s * T;
-        for (int r = -2; r < runs; r++) { /* two warm-ups */
-            double a = bench_now_ms();
-            if ((st = qwen35_forward(m, state, ns, seq, ids, NULL)) != CLEF_OK ||
-                (st = clef_backend_synchronize(be)) != CLEF_OK) {
-                fprintf(stderr, "forward: %s\n", clef_last_error());
-                return 1;
-            }
-            if (r >= 0)
-                times[r] = bench_now_ms() - a;
-        }
+        if (time_forwards(m, state, be, ns, seq, ids, 2, runs, times, NULL) != CLEF_OK)
+            return 1;
         double ms = bench_median(times, runs);
         double fl = forward_flops(&cfg, ns, T);
         clef_backend_cuda_memory(be, &resident, &peak);
