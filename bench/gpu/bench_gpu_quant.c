@@ -34,8 +34,9 @@
  * in the environment picks another (the backend reads it).
  *
  * INT8 and exact FP8 run the backend's default GEMMs; CLEF_BENCH_INT8_WGMMA=v and
- * CLEF_BENCH_FP8_EXACT_WGMMA=v (v: a CLEF_CUDA_WGMMA_* variant, 0 = cuBLASLt) pick others for
- * the gemm and forward benches.
+ * CLEF_BENCH_FP8_EXACT_WGMMA=v (v: a CLEF_CUDA_WGMMA_* variant, 0 = cuBLASLt; for FP8 also
+ * CLEF_CUDA_FP8_EXACT_GEMM=cublaslt|mixed|mixed128|wgmma, which the backend reads) pick others
+ * for the gemm and forward benches.
  *
  * Which linears each precision quantizes (the releases, docs/quant.md): FP8 the attention and
  * MLP linears (Gated DeltaNet projections stay BF16); INT8 ConvRot every linear except GDN
@@ -834,9 +835,15 @@ int main(int argc, char **argv) {
         clef_backend_cuda_set_int8_wgmma(be, atoi(i8));
         printf("INT8 matmuls' GEMM: %s %d\n", atoi(i8) ? "wgmma variant" : "cuBLASLt", atoi(i8));
     }
-    if (f8) {
+    if (f8)
         clef_backend_cuda_set_fp8_exact_wgmma(be, atoi(f8));
-        printf("exact FP8 matmuls' GEMM: %s %d\n", atoi(f8) ? "wgmma variant" : "cuBLASLt", atoi(f8));
+    { /* the backend's default unless CLEF_BENCH_FP8_EXACT_WGMMA / CLEF_CUDA_FP8_EXACT_GEMM said otherwise */
+        const int v = clef_backend_cuda_fp8_exact_wgmma(be);
+        printf("exact FP8 matmuls' GEMM: %s %d\n",
+               v == CLEF_CUDA_WGMMA_OFF                                                ? "cuBLASLt"
+               : v == CLEF_CUDA_WGMMA_FP8_MIXED || v == CLEF_CUDA_WGMMA_FP8_MIXED_128 ? "weight widened in registers, variant"
+                                                                                       : "wgmma variant",
+               v);
     }
     static const char *const nf4_modes[3] = {"dequantize + cuBLASLt", "fused kernel", "run15's dequantize + cuBLASLt"};
     printf("NF4 matmuls: %s\n", nf4_modes[clef_backend_cuda_nf4_gemm(be)]);

@@ -10,7 +10,10 @@
  *        (fp32). The GEMM vs float64 of its own arithmetic, y = (sum_k qx qw) s_t s_w
  *        (+ y0 + bias), on its three paths:
  *        exact (the default: codes widened to bf16, bf16 tensor cores, fp32 accumulation;
- *        every product exact; with cuBLASLt's GEMM and with each wgmma kernel, scaling fused):
+ *        every product exact; with cuBLASLt's GEMM, with each wgmma kernel, scaling fused, and
+ *        with the kernels that widen the weight's codes in registers, 256- and 128-row tiles,
+ *        argument "fp8-mixed" (then weight row 0 is all subnormal codes and row 1 every code
+ *        but NaN, so a widening that flushed or misread a code errs by the whole row)):
  *        relative L2 <= 1e-5 (the BF16 path's bound) and per element
  *        |err| <= K 2^-23 sum_k |qx qw| s_t s_w + 2^-21 (|y| + |y0| + |bias|) (fp32
  *        summation of K exact products, then the scaling's roundings);
@@ -57,7 +60,8 @@
  *        |err| <= K 2^-23 sum_k |x w| + 2^-21 (|y| + |y0| + |bias|); vs the CPU backend (fp32
  *        x, fp32(code x absmax) weights): <= 1e-2 (x and W each rounded to bf16: <= 2^-9 per
  *        element). Rows alone, and the batch shifted by one row, give the batch's bits.
- *        Argument "nf4": these checks alone; argument "fp8": the FP8 checks alone.
+ *        Argument "nf4": these checks alone; argument "fp8": the FP8 checks alone;
+ *        "fp8-mixed": the FP8 checks alone with the register-widening kernels too.
  * Exits 77 (ctest: SKIPPED) when no GPU is visible.
  */
 #include "backend/cuda/cuda_quant.h"
@@ -124,6 +128,12 @@ static float *make_x(int64_t T, int64_t ldx) {
 
 /* ---- FP8 ------------------------------------------------------------------------------------ */
 
+/* 1: also the exact path on the kernels that widen the weight's codes in registers
+ * (cuda_quant_fp8_exact_wgmma.cu; argument "fp8-mixed", with the FP8 checks alone). Off
+ * otherwise until those kernels have passed on a GPU: a pipeline fault there would leave the
+ * device unusable for the checks after it. */
+static int test_mixed;
+
 static void test_fp8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bias, int accumulate) {
     /* output rows 64-byte aligned where N allows (what cuBLASLt's FP8 kernels want), else odd */
     const int64_t Ns = N + row0, ldx = K + 16, ldy = N % 8 == 0 ? N + 16 : N + 3;
@@ -139,6 +149,14 @@ static void test_fp8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bia
     uint8_t *qw = malloc((size_t)(Ns * K)), *qx = malloc((size_t)(T * K)), *qx_g = malloc((size_t)(T * K));
     float *sw = fmalloc((size_t)Ns), *sx = fmalloc((size_t)T), *sx_g = fmalloc((size_t)T);
     clef_fp8_quantize_weight(wb, Ns, K, qw, sw);
+    /* with the register-widening kernels (argument "fp8-mixed"): the first output row all
+     * subnormal codes (+-1..7 x 2^-9: a kernel that flushed them would give 0 there), the
+     * second every code but NaN in turn (each widening case) */
+    for (int64_t k = 0; k < K && N >= 2 && test_mixed; k++) {
+        qw[row0 * K + k] = (uint8_t)(1 + k % 7) | (uint8_t)(k & 8 ? 0x80 : 0);
+        const uint8_t c = (uint8_t)(k * 37 + 11);
+        qw[(row0 + 1) * K + k] = (c & 0x7f) == 0x7f ? (uint8_t)(c ^ 1) : c;
+    }
     clef_fp8_quantize_tokens(x, ldx, T, K, CLEF_QUANT_ACT_F32, qx, sx);
 
     /* the quantizer alone */
@@ -221,14 +239,20 @@ static void test_fp8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bia
     /* the exact path with cuBLASLt's GEMM, the fp8 tensor cores (outer-vector, epilogue), then
      * the exact path on each wgmma kernel (scaling fused) */
     /* then our fp8 wgmma kernel with fp32 promotion every 128 and every 32 of K */
-    enum { N_MODES = 3 + CLEF_CUDA_WGMMA_LAST + 2, PROMO = 3 + CLEF_CUDA_WGMMA_LAST };
+    /* then the exact path on our kernels that widen the weight in registers (256- and 128-row tiles) */
+    enum { N_MODES = 3 + CLEF_CUDA_WGMMA_LAST + 4, PROMO = 3 + CLEF_CUDA_WGMMA_LAST, MIXED = PROMO + 2 };
     static const char *const mode_names[N_MODES] = {"exact",    "outer",    "epilogue", "exact-w1", "exact-w2",
-                                                    "exact-w3", "exact-w4", "promo128", "promo32"};
-    for (int mode = 0; mode < N_MODES; mode++) {
-        const int promoted = mode >= PROMO, exact = mode == 0 || (mode >= 3 && !promoted);
+                                                    "exact-w3", "exact-w4", "promo128", "promo32",  "exact-mx",
+                                                    "exact-mx128"};
+    const int exact_default = clef_backend_cuda_fp8_exact_wgmma(gpu);
+    for (int mode = 0; mode < (test_mixed ? N_MODES : MIXED); mode++) {
+        const int promoted = mode >= PROMO && mode < MIXED, exact = mode == 0 || (mode >= 3 && !promoted);
         clef_backend_cuda_set_fp8_tensor_cores(gpu, mode == 1 || mode == 2);
         clef_backend_cuda_set_fp8_epilogue(gpu, mode == 2);
-        clef_backend_cuda_set_fp8_exact_wgmma(gpu, exact && mode >= 3 ? mode - 2 : CLEF_CUDA_WGMMA_OFF);
+        clef_backend_cuda_set_fp8_exact_wgmma(gpu, mode == MIXED       ? CLEF_CUDA_WGMMA_FP8_MIXED
+                                                   : mode == MIXED + 1 ? CLEF_CUDA_WGMMA_FP8_MIXED_128
+                                                   : exact && mode >= 3 ? mode - 2
+                                                                        : CLEF_CUDA_WGMMA_OFF);
         clef_backend_cuda_set_fp8_promoted(gpu, mode == PROMO       ? CLEF_CUDA_FP8_PROMOTE_128
                                                 : mode == PROMO + 1 ? CLEF_CUDA_FP8_PROMOTE_32
                                                                     : CLEF_CUDA_FP8_PROMOTE_OFF);
@@ -278,7 +302,7 @@ static void test_fp8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bia
     }
     clef_backend_cuda_set_fp8_epilogue(gpu, 0);
     clef_backend_cuda_set_fp8_tensor_cores(gpu, 0);
-    clef_backend_cuda_set_fp8_exact_wgmma(gpu, CLEF_CUDA_WGMMA_OFF);
+    clef_backend_cuda_set_fp8_exact_wgmma(gpu, exact_default);
     clef_backend_cuda_set_fp8_promoted(gpu, CLEF_CUDA_FP8_PROMOTE_OFF);
     clef_backend_release(gpu, xd), clef_backend_release(gpu, qxd), clef_backend_release(gpu, sxd);
     clef_backend_release(gpu, swd), clef_backend_release(gpu, qwd), clef_backend_release(gpu, bd);
@@ -963,7 +987,8 @@ static void test_refusals(void) {
 /* argv[1] = "nf4", "fp8" or "fused": the NF4, the FP8 or the quantizer hand-off's checks alone (a
  * short device run); none: everything */
 int main(int argc, char **argv) {
-    const int fp8_only = argc > 1 && !strcmp(argv[1], "fp8");
+    test_mixed = argc > 1 && !strcmp(argv[1], "fp8-mixed");
+    const int fp8_only = argc > 1 && (!strcmp(argv[1], "fp8") || test_mixed);
     if (clef_backend_cuda_device_count() == 0) {
         printf("SKIPPED: no CUDA device\n");
         return GPU_TEST_SKIPPED;
@@ -990,6 +1015,8 @@ int main(int argc, char **argv) {
     test_fp8(300, 1024, 4096, 0, 0, 1);
     test_fp8(129, 48, 12288, 8, 1, 0);
     test_fp8(19, 203, 256, 1, 1, 1); /* odd output count and leading dimension */
+    if (test_mixed) /* several tiles of both kinds, K not a multiple of the 128 of a stage */
+        test_fp8(260, 600, 2064, 24, 1, 1);
     if (fp8_only) {
         clef_backend_free(gpu);
         clef_backend_free(cpu);

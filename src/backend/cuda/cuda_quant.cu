@@ -30,6 +30,15 @@ cuda_quant_state *cuda_quant_state_of(clef_backend *be) {
         else { /* the GEMMs by default (cuda_quant_internal.cuh says why) */
             ctx->quant->int8_wgmma = CUDA_QUANT_INT8_WGMMA_DEFAULT;
             ctx->quant->fp8_exact_wgmma = CUDA_QUANT_FP8_EXACT_WGMMA_DEFAULT;
+            const char *f8 = getenv("CLEF_CUDA_FP8_EXACT_GEMM"); /* same-run comparisons (cuda_quant.h) */
+            if (f8 && !strcmp(f8, "cublaslt"))
+                ctx->quant->fp8_exact_wgmma = CLEF_CUDA_WGMMA_OFF;
+            else if (f8 && !strcmp(f8, "mixed"))
+                ctx->quant->fp8_exact_wgmma = CLEF_CUDA_WGMMA_FP8_MIXED;
+            else if (f8 && !strcmp(f8, "mixed128"))
+                ctx->quant->fp8_exact_wgmma = CLEF_CUDA_WGMMA_FP8_MIXED_128;
+            else if (f8 && !strcmp(f8, "wgmma"))
+                ctx->quant->fp8_exact_wgmma = CLEF_CUDA_WGMMA_256;
             ctx->quant->nf4_gemm = CUDA_QUANT_NF4_DEFAULT;
             const char *nf4 = getenv("CLEF_CUDA_NF4_GEMM"); /* same-run comparisons (cuda_quant.h) */
             if (nf4 && !strcmp(nf4, "dequant"))
@@ -334,7 +343,14 @@ extern "C" void clef_backend_cuda_set_fp8_exact_wgmma(clef_backend *be, int vari
     cuda_quant_state *st = cuda_quant_state_of(be);
     cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
     if (st)
-        st->fp8_exact_wgmma = wgmma_variant(variant);
+        st->fp8_exact_wgmma = variant == CLEF_CUDA_WGMMA_FP8_MIXED || variant == CLEF_CUDA_WGMMA_FP8_MIXED_128
+                                  ? variant
+                                  : wgmma_variant(variant);
+}
+
+extern "C" int clef_backend_cuda_fp8_exact_wgmma(clef_backend *be) {
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    return st ? st->fp8_exact_wgmma : CUDA_QUANT_FP8_EXACT_WGMMA_DEFAULT;
 }
 
 extern "C" void clef_backend_cuda_set_nf4_gemm(clef_backend *be, int mode) {

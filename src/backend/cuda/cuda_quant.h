@@ -94,6 +94,11 @@ enum {
      * (CLEF_CUDA_WGMMA_256); for the exact FP8 path always CLEF_CUDA_WGMMA_256 (fp32 sums: one
      * kernel for every row count keeps a row's result independent of its batch) */
     CLEF_CUDA_WGMMA_AUTO = 100,
+    /* the exact FP8 path only (cuda_quant_fp8_exact_wgmma.cu): the weight's e4m3 codes widened
+     * to bf16 in registers (wgmma's A operand), no widened copy of the weight; tiles of 256
+     * (MIXED) or 128 (MIXED_128) weight rows x 128 tokens */
+    CLEF_CUDA_WGMMA_FP8_MIXED = 101,
+    CLEF_CUDA_WGMMA_FP8_MIXED_128 = 102,
 };
 
 /* The int32 sums of clef_cuda_int8_gemm_i32 from a wgmma kernel (variant above): for the
@@ -108,9 +113,14 @@ int clef_cuda_int8_gemm_i32_wgmma(clef_backend *be, int variant, int64_t T, int6
 void clef_backend_cuda_set_int8_wgmma(clef_backend *be, int variant);
 
 /* The exact FP8 path's GEMM (bf16 code values, fp32 sums): a wgmma variant with the scaling
- * fused, or CLEF_CUDA_WGMMA_OFF (the default): cuBLASLt's BF16 GEMM into fp32 products and
- * the scaling kernel. Both are the exact path's arithmetic (up to fp32 summation order). */
+ * fused (CLEF_CUDA_WGMMA_FP8_MIXED* widen the weight's codes in registers: not yet run on a
+ * GPU; the others multiply a widened copy of it), or CLEF_CUDA_WGMMA_OFF (the default):
+ * cuBLASLt's BF16 GEMM into fp32 products and the scaling kernel. All are the exact path's arithmetic (up to fp32
+ * summation order); where a wgmma kernel cannot run, cuBLASLt. CLEF_CUDA_FP8_EXACT_GEMM=
+ * cublaslt|mixed|mixed128|wgmma in the environment overrides the default when a backend's
+ * quantized state is made (for same-run comparisons). */
 void clef_backend_cuda_set_fp8_exact_wgmma(clef_backend *be, int variant);
+int clef_backend_cuda_fp8_exact_wgmma(clef_backend *be);
 
 /* The NF4 matrix w (a slice keeps its quant_row0) dequantized to bf16 bits, out[rows, cols]
  * (by the kernel of the backend's NF4 mode: CLEF_CUDA_NF4_RUN15's element-wise one, else the

@@ -13,7 +13,9 @@
  * products' round trip through memory (27B MLP-up at 2,270 rows on an H200: 386 TFLOP/s, run15;
  * 335 before the quantizer wrote bf16 itself). With clef_backend_cuda_set_fp8_exact_wgmma the
  * GEMM and the scaling run in one of our bf16 wgmma kernels instead (cuda_quant_wgmma.cu: no
- * product round trip; same checks passed, not timed yet).
+ * product round trip; same checks passed, not timed yet), or (CLEF_CUDA_WGMMA_FP8_MIXED*) in
+ * the kernel that reads the weight's codes and widens them in registers
+ * (cuda_quant_fp8_exact_wgmma.cu: no widening into scratch either; not yet run on a GPU).
  *
  * Promoted (clef_backend_cuda_set_fp8_promoted, sm_90): the activation codes and the weight's
  * codes straight into our fp8 wgmma kernel (cuda_quant_fp8_wgmma.cu), which promotes the
@@ -202,11 +204,16 @@ static void fp8_gemm_exact(clef_backend *be, int64_t T, const clef_matrix *w, co
     __nv_bfloat16 *wb = (__nv_bfloat16 *)ws;
     float *prod = (float *)(ws + cuda_quant_align(sizeof(uint16_t) * (size_t)(N * K)));
     const float *sw = w->quant->u.fp8.weight_scale + w->quant_row0;
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    /* CLEF_CUDA_WGMMA_FP8_MIXED*: the codes widened in the GEMM's registers, nothing widened here */
+    if (st && ctx->status == CLEF_OK &&
+        cuda_fp8_exact_mixed_gemm(be, st->fp8_exact_wgmma, T, N, K, xv, (const uint8_t *)w->data, sx, sw, bias, y,
+                                  ldy, accumulate))
+        return;
     /* K is a multiple of 16, so N K a multiple of 4 and the codes 4-byte aligned rows */
     k_fp8_widen_bf16<<<fp8_widen_blocks(N * K / 4), 256, 0, ctx->stream>>>(N * K / 4, (const uint32_t *)w->data,
                                                                            (uint2 *)wb);
     CUDA_CHECK_LAUNCH(be, "fp8 weight widening kernel");
-    cuda_quant_state *st = cuda_quant_state_of(be);
     if (st && st->fp8_exact_wgmma && ctx->status == CLEF_OK &&
         cuda_wgmma_gemm(be, 1, st->fp8_exact_wgmma, T, N, K, xv, wb, sx, sw, bias, y, ldy, accumulate))
         return;

@@ -19,8 +19,11 @@
  * kernel cannot run, cuBLASLt). INT8: CLEF_CUDA_WGMMA_AUTO, i.e. 128 x 128 tiles for small
  * products and CUDA_QUANT_WGMMA_LARGE for the rest (exact integers, the cuBLASLt path's bits;
  * per 27B / 9B forward of linears 0.82-1.02x the cuBLASLt path's time at 298-12,016 tokens on
- * an H200, run15, bench/RESULTS.md). Exact FP8: cuBLASLt's BF16 GEMM (the bf16 wgmma kernels
- * pass the tests but were not timed yet). */
+ * an H200, run15, bench/RESULTS.md). Exact FP8: cuBLASLt's BF16 GEMM on the widened weight.
+ * The kernel meant to replace it (CLEF_CUDA_WGMMA_FP8_MIXED: the codes widened in registers,
+ * no widened copy, no product round trip) compiles but has not run on a GPU yet (run16_mixed
+ * in bench/RESULTS.md): opt-in until `test_cuda_quant fp8-mixed` passes and the gemm bench
+ * shows it faster. */
 #define CUDA_QUANT_INT8_WGMMA_DEFAULT CLEF_CUDA_WGMMA_AUTO
 #define CUDA_QUANT_FP8_EXACT_WGMMA_DEFAULT CLEF_CUDA_WGMMA_OFF
 /* The FP8 matmuls' promoted wgmma kernel by default (clef_backend_cuda_set_fp8_promoted): off,
@@ -162,6 +165,15 @@ void cuda_int8_gemm_simple(clef_backend *be, int64_t T, int64_t N, int64_t K, co
 int cuda_wgmma_gemm(clef_backend *be, int bf16, int variant, int64_t T, int64_t N, int64_t K, const void *x,
                     const void *w, const float *sx, const float *sw, const float *bias, float *y, int64_t ldy,
                     int accumulate);
+
+/* The exact FP8 GEMM with the weight's codes widened in registers (cuda_quant_fp8_exact_wgmma.cu):
+ * bf16 code values xv [T, K] (dense), e4m3 codes qw [N, K], y = (accumulate ? y : 0) +
+ * (xv wv^T) * sx[t] * sw[n] (+ bias) (cuda_quant_epilogue_f32's order). variant:
+ * CLEF_CUDA_WGMMA_FP8_MIXED or _MIXED_128. Returns 0, having queued nothing, where it cannot run
+ * (not sm_90, K not a multiple of 16, misaligned operands, another variant). */
+int cuda_fp8_exact_mixed_gemm(clef_backend *be, int variant, int64_t T, int64_t N, int64_t K,
+                              const __nv_bfloat16 *xv, const uint8_t *qw, const float *sx, const float *sw,
+                              const float *bias, float *y, int64_t ldy, int accumulate);
 
 /* The FP8 GEMM on the fp8 tensor cores with fp32 promotion (cuda_quant_fp8_wgmma.cu): e4m3
  * codes qx [T, K] and qw [N, K], y = (accumulate ? y : 0) + (qx qw^T) * sx[t] * sw[n] (+ bias),
