@@ -221,13 +221,18 @@ static void test_fp8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bia
     double *ref = malloc(sizeof(double) * (size_t)(T * N)), *mag = malloc(sizeof(double) * (size_t)(T * N));
     float *yref32 = fmalloc((size_t)(T * N));
     clef_fp8_gemm_ref(qw + row0 * K, sw + row0, N, K, qx, sx, T, yref32);
-    /* float64 of the W8A8 arithmetic, and the magnitude each element's error is measured by */
+    /* float64 of the W8A8 arithmetic, and the magnitude each element's error is measured by
+     * (the 256 code values decoded once: decoding per product made this loop the test's
+     * slowest step, ~9 s for 260 x 600 x 2,064 on one core) */
+    double code_value[256];
+    for (int i = 0; i < 256; i++)
+        code_value[i] = (double)clef_fp8e4m3_to_f32((uint8_t)i);
     for (int64_t t = 0; t < T; t++)
         for (int64_t n = 0; n < N; n++) {
             double acc = 0, m = 0;
             const uint8_t *a = qx + t * K, *b = qw + (row0 + n) * K;
             for (int64_t k = 0; k < K; k++) {
-                double p = (double)clef_fp8e4m3_to_f32(a[k]) * (double)clef_fp8e4m3_to_f32(b[k]);
+                double p = code_value[a[k]] * code_value[b[k]];
                 acc += p, m += fabs(p);
             }
             double sc = (double)sx[t] * (double)sw[row0 + n];
