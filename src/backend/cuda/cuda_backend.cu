@@ -120,6 +120,7 @@ static int cuda_fork(clef_backend *parent, clef_backend **child) {
         cuda_ctx(*child)->gdn_chunked = cuda_ctx(parent)->gdn_chunked;
         cuda_ctx(*child)->gemm_tuning = cuda_ctx(parent)->gemm_tuning;
         cuda_ctx(*child)->graphs_off = cuda_ctx(parent)->graphs_off;
+        cuda_quant_inherit(*child, parent); /* the quantized matmuls' paths and switches */
     }
     return st;
 }

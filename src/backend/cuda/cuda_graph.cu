@@ -64,6 +64,9 @@ int cuda_capture_begin(clef_backend *be) {
     }
     ctx->capturing = 1;
     ctx->capture_epoch = ctx->graph_epoch;
+    /* what the staging and the quantized hand-off hold now was written outside the recording:
+     * a recorded op may not count on it, since a replay runs after whatever ran last */
+    ctx->writes++;
     return CLEF_OK;
 }
 
@@ -102,6 +105,9 @@ int cuda_capture_end(clef_backend *be, clef_graph **graph) {
     out->xb_valid = ctx->xb_src && ctx->xb_writes == ctx->writes;
     out->xb_src = ctx->xb_src, out->xb_T = ctx->xb_T, out->xb_K = ctx->xb_K, out->xb_ldx = ctx->xb_ldx;
     out->xb_span = ctx->xb_span;
+    /* the recorded ops have not run: until the recording is launched (cuda_graph_launch puts
+     * the staging's note back), nothing they would have written may be read */
+    ctx->writes++;
     *graph = out;
     return CLEF_OK;
 }

@@ -55,6 +55,17 @@ cuda_quant_state *cuda_quant_state_of(clef_backend *be) {
     return ctx->quant;
 }
 
+void cuda_quant_inherit(clef_backend *child, clef_backend *parent) {
+    const cuda_quant_state *p = cuda_ctx(parent)->quant;
+    cuda_quant_state *c = p ? cuda_quant_state_of(child) : NULL;
+    if (!c) /* the parent never set up its quantized matmuls: the child keeps the defaults */
+        return;
+    c->fp8_tensor_cores = p->fp8_tensor_cores, c->fp8_force_epilogue = p->fp8_force_epilogue;
+    c->convrot_exact = p->convrot_exact, c->int8_wgmma = p->int8_wgmma;
+    c->fp8_exact_wgmma = p->fp8_exact_wgmma, c->nf4_gemm = p->nf4_gemm;
+    c->fp8_promoted = p->fp8_promoted, c->fused = p->fused;
+}
+
 static void qplans_free(cuda_quant_state *st) {
     for (int i = 0; i < CUDA_QPLANS; i++) {
         cuda_qplan *p = &st->plans[i];

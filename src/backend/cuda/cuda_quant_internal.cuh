@@ -106,6 +106,10 @@ typedef struct cuda_quant_state {
 
 /* The backend's quant state, made on first use; NULL (status recorded) if out of memory. */
 cuda_quant_state *cuda_quant_state_of(clef_backend *be);
+/* A fork's quantized matmuls take the parent's paths and switches (the setters above), so a
+ * context forked from a model's backend computes what the model's backend would; nothing else
+ * (buffers, plans, the hand-off's learning) is shared. */
+void cuda_quant_inherit(clef_backend *child, clef_backend *parent);
 /* Free it (cuda_backend.cu's free; accepts a context without one). */
 void cuda_quant_free(cuda_context *ctx);
 /* scratch if the caller gave one, else the state's own, grown to `bytes`; NULL on failure. */
