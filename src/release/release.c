@@ -666,6 +666,41 @@ int clef_release_read_range(const clef_release *rel, const clef_tensor_info *t, 
     return clef_file_pread(&rel->files[t->file].file, dst, n, t->offset + offset);
 }
 
+/* The load checks every weight for NaN / Inf. Reading a staged piece on every thread and then
+ * scanning it on every thread went to memory twice: a load from the page cache ran at 9-10
+ * GB/s where the reads alone reach 23 (bench_gpu_load, run15_load). Scanning each chunk right
+ * after its pread reads it from cache instead. */
+#define READ_CHECKED_CHUNK ((uint64_t)4 << 20)
+
+/* 1 if the n_bytes at data (elements of t's dtype) are all finite */
+static int scan_finite(const clef_tensor_info *t, const void *data, uint64_t n_bytes) {
+    const size_t esize = clef_dtype_size(t->dtype);
+    uint64_t first = 0;
+    int nan = 0;
+    return clef_count_nonfinite(t->dtype, data, esize ? n_bytes / esize : 0, &first, &nan) == 0;
+}
+
+/* t's bytes into dst in n_chunks chunks of chunk_bytes (the last shorter) on n_threads threads,
+ * each chunk scanned right after its pread when scan is set (*bad: one was not all finite).
+ * Returns 1 when a chunk's read failed: clef_fail messages are per thread, so the caller reads
+ * the whole tensor again on its own thread for the message. */
+static int read_chunks(const clef_release *rel, const clef_tensor_info *t, void *dst, int n_threads,
+                       uint64_t chunk_bytes, uint64_t n_chunks, int scan, int *bad) {
+    int failed = 0, any_bad = 0;
+#pragma omp parallel for num_threads(n_threads) schedule(static) reduction(| : failed, any_bad)
+    for (int64_t i = 0; i < (int64_t)n_chunks; i++) {
+        const uint64_t begin = (uint64_t)i * chunk_bytes;
+        const uint64_t len = t->n_bytes - begin < chunk_bytes ? t->n_bytes - begin : chunk_bytes;
+        char *part = (char *)dst + begin;
+        if (clef_release_read_range(rel, t, begin, (size_t)len, part) != CLEF_OK)
+            failed = 1;
+        else if (scan)
+            any_bad |= !scan_finite(t, part, len);
+    }
+    *bad = any_bad;
+    return failed;
+}
+
 /* Below this, one pread beats starting threads; above it each thread gets >= 8 MiB. */
 #define PARALLEL_READ_MIN (16u << 20)
 #define PARALLEL_READ_PIECE (8u << 20)
@@ -682,32 +717,10 @@ int clef_release_read_threads(const clef_release *rel, const clef_tensor_info *t
         pieces = n_threads;
     if (pieces < 2)
         return clef_release_read(rel, t, dst);
-    /* Each piece fails into its own slot: clef_fail messages are per thread, so the caller
-     * re-reads a failed piece itself to report it. */
-    int failed = 0;
-    const clef_file *f = &rel->files[t->file].file;
-    const uint64_t n = t->n_bytes;
-#pragma omp parallel for num_threads((int)pieces) schedule(static) reduction(| : failed)
-    for (int64_t i = 0; i < pieces; i++) {
-        uint64_t begin = n * (uint64_t)i / (uint64_t)pieces;
-        uint64_t end = n * (uint64_t)(i + 1) / (uint64_t)pieces;
-        if (clef_file_pread(f, (char *)dst + begin, (size_t)(end - begin), t->offset + begin))
-            failed = 1;
-    }
-    return failed ? clef_release_read(rel, t, dst) : CLEF_OK;
-}
-
-/* The load checks every weight for NaN / Inf. Reading a staged piece on every thread and then
- * scanning it on every thread went to memory twice: a load from the page cache ran at 9-10
- * GB/s where the reads alone reach 23 (bench_gpu_load, run15_load). Scanning each chunk right
- * after its pread reads it from cache instead. */
-#define READ_CHECKED_CHUNK ((uint64_t)4 << 20)
-
-static int scan_finite(const clef_tensor_info *t, const void *data, uint64_t n_bytes) {
-    const size_t esize = clef_dtype_size(t->dtype);
-    uint64_t first = 0;
-    int nan = 0;
-    return clef_count_nonfinite(t->dtype, data, esize ? n_bytes / esize : 0, &first, &nan) == 0;
+    const uint64_t piece = (t->n_bytes + (uint64_t)pieces - 1) / (uint64_t)pieces;
+    int bad = 0;
+    return read_chunks(rel, t, dst, (int)pieces, piece, (t->n_bytes + piece - 1) / piece, 0, &bad)
+               ? clef_release_read(rel, t, dst) : CLEF_OK;
 }
 
 int clef_release_read_checked(const clef_release *rel, const clef_tensor_info *t, void *dst,
@@ -724,28 +737,15 @@ int clef_release_read_checked(const clef_release *rel, const clef_tensor_info *t
         n_threads = omp_get_max_threads();
     if ((uint64_t)n_threads > n_chunks)
         n_threads = (int)n_chunks;
-    int st;
-    if (n_threads < 2 || !dst || n_bytes > SIZE_MAX) {
-        if ((st = clef_release_read(rel, t, dst)) == CLEF_OK)
-            *finite = scan_finite(t, dst, n_bytes);
-        return st;
-    }
-    int failed = 0, bad = 0;
-#pragma omp parallel for num_threads(n_threads) schedule(static) reduction(| : failed, bad)
-    for (int64_t i = 0; i < (int64_t)n_chunks; i++) {
-        const uint64_t begin = (uint64_t)i * chunk_bytes;
-        const uint64_t len = n_bytes - begin < chunk_bytes ? n_bytes - begin : chunk_bytes;
-        char *part = (char *)dst + begin;
-        if (clef_release_read_range(rel, t, begin, (size_t)len, part) != CLEF_OK)
-            failed = 1;
-        else
-            bad |= !scan_finite(t, part, len);
-    }
-    if (!failed) {
+    int bad = 0;
+    if (n_threads >= 2 && dst && n_bytes <= SIZE_MAX &&
+        !read_chunks(rel, t, dst, n_threads, chunk_bytes, n_chunks, 1, &bad)) {
         *finite = !bad;
         return CLEF_OK;
     }
-    if ((st = clef_release_read(rel, t, dst)) == CLEF_OK)
+    /* one thread, or a chunk failed: the whole tensor on this thread (its error message) */
+    int st = clef_release_read(rel, t, dst);
+    if (st == CLEF_OK)
         *finite = scan_finite(t, dst, n_bytes);
     return st;
 }
