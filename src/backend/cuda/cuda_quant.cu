@@ -21,6 +21,17 @@ int cuda_supports_format(clef_backend *be, clef_wtype t) {
            t == CLEF_WTYPE_INT8_CONVROT;
 }
 
+/* A GEMM choice named by environment variable `var` (same-run comparisons, cuda_quant.h):
+ * the value paired with its text in names, else dflt (unset or not a name). */
+typedef struct env_name { const char *name; int value; } env_name;
+static int env_choice(const char *var, const env_name *names, int n, int dflt) {
+    const char *v = getenv(var);
+    for (int i = 0; v && i < n; i++)
+        if (!strcmp(v, names[i].name))
+            return names[i].value;
+    return dflt;
+}
+
 cuda_quant_state *cuda_quant_state_of(clef_backend *be) {
     cuda_context *ctx = cuda_ctx(be);
     if (!ctx->quant) {
@@ -28,25 +39,17 @@ cuda_quant_state *cuda_quant_state_of(clef_backend *be) {
         if (!ctx->quant)
             CUDA_QUANT_FAIL(be, CLEF_ERR_OUT_OF_MEMORY, "CUDA quantized matmul: out of host memory");
         else { /* the GEMMs by default (cuda_quant_internal.cuh says why) */
+            static const env_name fp8_exact[] = {{"cublaslt", CLEF_CUDA_WGMMA_OFF},
+                                                 {"mixed", CLEF_CUDA_WGMMA_FP8_MIXED},
+                                                 {"mixed128", CLEF_CUDA_WGMMA_FP8_MIXED_128},
+                                                 {"wgmma", CLEF_CUDA_WGMMA_256}};
+            static const env_name nf4[] = {{"dequant", CLEF_CUDA_NF4_DEQUANT},
+                                           {"fused", CLEF_CUDA_NF4_FUSED},
+                                           {"run15", CLEF_CUDA_NF4_RUN15}};
             ctx->quant->int8_wgmma = CUDA_QUANT_INT8_WGMMA_DEFAULT;
-            ctx->quant->fp8_exact_wgmma = CUDA_QUANT_FP8_EXACT_WGMMA_DEFAULT;
-            const char *f8 = getenv("CLEF_CUDA_FP8_EXACT_GEMM"); /* same-run comparisons (cuda_quant.h) */
-            if (f8 && !strcmp(f8, "cublaslt"))
-                ctx->quant->fp8_exact_wgmma = CLEF_CUDA_WGMMA_OFF;
-            else if (f8 && !strcmp(f8, "mixed"))
-                ctx->quant->fp8_exact_wgmma = CLEF_CUDA_WGMMA_FP8_MIXED;
-            else if (f8 && !strcmp(f8, "mixed128"))
-                ctx->quant->fp8_exact_wgmma = CLEF_CUDA_WGMMA_FP8_MIXED_128;
-            else if (f8 && !strcmp(f8, "wgmma"))
-                ctx->quant->fp8_exact_wgmma = CLEF_CUDA_WGMMA_256;
-            ctx->quant->nf4_gemm = CUDA_QUANT_NF4_DEFAULT;
-            const char *nf4 = getenv("CLEF_CUDA_NF4_GEMM"); /* same-run comparisons (cuda_quant.h) */
-            if (nf4 && !strcmp(nf4, "dequant"))
-                ctx->quant->nf4_gemm = CLEF_CUDA_NF4_DEQUANT;
-            else if (nf4 && !strcmp(nf4, "fused"))
-                ctx->quant->nf4_gemm = CLEF_CUDA_NF4_FUSED;
-            else if (nf4 && !strcmp(nf4, "run15"))
-                ctx->quant->nf4_gemm = CLEF_CUDA_NF4_RUN15;
+            ctx->quant->fp8_exact_wgmma = env_choice("CLEF_CUDA_FP8_EXACT_GEMM", fp8_exact, 4,
+                                                     CUDA_QUANT_FP8_EXACT_WGMMA_DEFAULT);
+            ctx->quant->nf4_gemm = env_choice("CLEF_CUDA_NF4_GEMM", nf4, 3, CUDA_QUANT_NF4_DEFAULT);
             ctx->quant->fp8_promoted = CUDA_QUANT_FP8_PROMOTED_DEFAULT;
             const char *fused = getenv("CLEF_CUDA_FUSED_QUANT"); /* "0": the standalone quantizers only */
             ctx->quant->fused = !(fused && !strcmp(fused, "0"));
