@@ -49,16 +49,22 @@ __device__ __forceinline__ float nf4_absmax(const nf4_args &a, const float *nest
     return __fadd_rn(__fmul_rn(nested_code[a.absmax_q[b]], a.nested_absmax[b >> a.nested_shift]), a.nested_offset);
 }
 
-/* run15's kernel, any layout (odd slices, unaligned codes): each thread 4 packed bytes (8
- * elements), one 16-byte store */
-__global__ void k_nf4_dequant(nf4_args a, __nv_bfloat16 *out) {
-    __shared__ float code[16], nested_code[256];
+/* The block's copies of the 16 NF4 code values and (double quantization) the 256 nested absmax
+ * codes, in shared memory; the block synchronizes before its threads read them. */
+__device__ __forceinline__ void nf4_load_tables(const nf4_args &a, float *code, float *nested_code) {
     if (threadIdx.x < 16)
         code[threadIdx.x] = a.code[threadIdx.x];
     if (a.absmax_q)
         for (int i = threadIdx.x; i < 256; i += blockDim.x)
             nested_code[i] = a.nested_code[i];
     __syncthreads();
+}
+
+/* run15's kernel, any layout (odd slices, unaligned codes): each thread 4 packed bytes (8
+ * elements), one 16-byte store */
+__global__ void k_nf4_dequant(nf4_args a, __nv_bfloat16 *out) {
+    __shared__ float code[16], nested_code[256];
+    nf4_load_tables(a, code, nested_code);
     const int64_t n_bytes = a.n / 2;
     for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; q * 4 < n_bytes;
          q += (int64_t)gridDim.x * blockDim.x) {
@@ -107,12 +113,7 @@ __device__ __forceinline__ uint4 nf4_decode8(uint32_t word, float am, const floa
 #define NF4_GROUPS_PER_LANE 4
 __global__ void k_nf4_dequant_vec(nf4_args a, __nv_bfloat16 *out) {
     __shared__ float code[16], nested_code[256];
-    if (threadIdx.x < 16)
-        code[threadIdx.x] = a.code[threadIdx.x];
-    if (a.absmax_q)
-        for (int i = threadIdx.x; i < 256; i += blockDim.x)
-            nested_code[i] = a.nested_code[i];
-    __syncthreads();
+    nf4_load_tables(a, code, nested_code);
     const int64_t n_groups = a.n >> 3, per_block = (int64_t)blockDim.x * NF4_GROUPS_PER_LANE;
     const uint32_t *words = (const uint32_t *)a.packed;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
