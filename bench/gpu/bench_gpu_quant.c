@@ -184,6 +184,23 @@ static void fill_x(float *x, size_t n) {
     }
 }
 
+/* The activations x [maxT, maxK] (N(0, 1), fill_x) and the output y [maxT, maxN] on the device,
+ * the buffers every GEMM table times on; 0, or 1 when out of memory (nothing to free: the bench
+ * exits). */
+static int device_xy(clef_backend *be, int64_t maxT, int64_t maxK, int64_t maxN, float **x, float **y) {
+    float *xh = malloc(sizeof(float) * (size_t)(maxT * maxK));
+    *x = clef_backend_alloc(be, sizeof(float) * (size_t)(maxT * maxK));
+    *y = clef_backend_alloc(be, sizeof(float) * (size_t)(maxT * maxN));
+    if (!xh || !*x || !*y) {
+        free(xh);
+        return 1;
+    }
+    fill_x(xh, (size_t)(maxT * maxK));
+    int st = clef_backend_write(be, *x, xh, sizeof(float) * (size_t)(maxT * maxK));
+    free(xh);
+    return st != CLEF_OK;
+}
+
 static double time_matmul(clef_backend *be, int reps, int64_t T, const float *x, int64_t K, const clef_matrix *w,
                           float *y, double *times) {
     for (int r = -3; r < reps; r++) {
@@ -231,18 +248,15 @@ static int run_gemm(clef_backend *be, int is27, int reps) {
     int n_sh;
     int64_t maxK, maxN, maxT = bench_T[N_T - 1];
     const lin_shape *sh = model_shapes(is27, &n_sh, &maxK, &maxN);
-    float *xh = malloc(sizeof(float) * (size_t)(maxT * maxK));
-    fill_x(xh, (size_t)(maxT * maxK));
-    float *x = clef_backend_alloc(be, sizeof(float) * (size_t)(maxT * maxK));
-    float *y = clef_backend_alloc(be, sizeof(float) * (size_t)(maxT * maxN));
+    float *x, *y;
+    int oom = device_xy(be, maxT, maxK, maxN, &x, &y);
     void *buf = clef_backend_alloc(be, (size_t)(maxT * maxK) > 2 * (size_t)(maxN * maxK) ? (size_t)(maxT * maxK)
                                                                                             : 2 * (size_t)(maxN * maxK));
     float *sx = clef_backend_alloc(be, sizeof(float) * (size_t)maxT);
-    if (!xh || !x || !y || !buf || !sx || clef_backend_write(be, x, xh, sizeof(float) * (size_t)(maxT * maxK)) != CLEF_OK) {
+    if (oom || !buf || !sx) {
         fprintf(stderr, "gemm bench: out of memory\n");
         return 1;
     }
-    free(xh);
     double *times = malloc(sizeof(double) * (size_t)reps);
     double fwd[N_T][P_COUNT], fwd8[N_T][FP8_COLS];
     memset(fwd, 0, sizeof fwd);
@@ -336,16 +350,13 @@ static int run_nf4_gemm(clef_backend *be, int is27, int reps) {
     int n_sh;
     int64_t maxK, maxN, maxT = bench_T[N_T - 1];
     const lin_shape *sh = model_shapes(is27, &n_sh, &maxK, &maxN);
-    float *xh = malloc(sizeof(float) * (size_t)(maxT * maxK));
-    fill_x(xh, (size_t)(maxT * maxK));
-    float *x = clef_backend_alloc(be, sizeof(float) * (size_t)(maxT * maxK));
-    float *y = clef_backend_alloc(be, sizeof(float) * (size_t)(maxT * maxN));
+    float *x, *y;
+    int oom = device_xy(be, maxT, maxK, maxN, &x, &y);
     void *buf = clef_backend_alloc(be, 2 * (size_t)(maxN * maxK));
-    if (!xh || !x || !y || !buf || clef_backend_write(be, x, xh, sizeof(float) * (size_t)(maxT * maxK)) != CLEF_OK) {
+    if (oom || !buf) {
         fprintf(stderr, "nf4 gemm bench: out of memory\n");
         return 1;
     }
-    free(xh);
     double *times = malloc(sizeof(double) * (size_t)reps);
     static const int modes[3] = {CLEF_CUDA_NF4_RUN15, CLEF_CUDA_NF4_DEQUANT, CLEF_CUDA_NF4_FUSED};
     const int mode0 = clef_backend_cuda_nf4_gemm(be);
@@ -439,22 +450,18 @@ static int run_wgmma(clef_backend *be, int is27, int reps) {
     int n_sh;
     int64_t maxK, maxN, maxT = bench_T[N_T - 1];
     const lin_shape *sh = model_shapes(is27, &n_sh, &maxK, &maxN);
-    float *xh = malloc(sizeof(float) * (size_t)(maxT * maxK));
-    fill_x(xh, (size_t)(maxT * maxK));
-    float *x = clef_backend_alloc(be, sizeof(float) * (size_t)(maxT * maxK));
-    float *y = clef_backend_alloc(be, sizeof(float) * (size_t)(maxT * maxN));
+    float *x, *y;
+    int oom = device_xy(be, maxT, maxK, maxN, &x, &y);
     int8_t *qx = clef_backend_alloc(be, (size_t)(maxT * maxK));
     int32_t *acc = clef_backend_alloc(be, sizeof(int32_t) * (size_t)(maxT * maxN));
     const size_t cmp_n = (size_t)2270 * (size_t)maxN;
     int32_t *h0 = malloc(sizeof(int32_t) * cmp_n), *h1 = malloc(sizeof(int32_t) * cmp_n);
     double *times = malloc(sizeof(double) * (size_t)reps);
-    if (!xh || !x || !y || !qx || !acc || !h0 || !h1 || !times ||
-        clef_backend_write(be, x, xh, sizeof(float) * (size_t)(maxT * maxK)) != CLEF_OK ||
+    if (oom || !qx || !acc || !h0 || !h1 || !times ||
         clef_cuda_fill_random_codes(be, CLEF_WTYPE_INT8_CONVROT, qx, (size_t)(maxT * maxK), 77) != CLEF_OK) {
         fprintf(stderr, "wgmma bench: out of memory\n");
         return 1;
     }
-    free(xh);
     int bad = 0;
     for (int fp8 = 0; fp8 < 2; fp8++) {
         if (!fp8)
