@@ -12,9 +12,9 @@
 # bench_gpu_quant (built with -DCLEF_CUDA=ON) and, optionally, lib/ (shared libraries the GPU
 # machine lacks), and for the eval step the clef CLI. Run from the repository root (the tests
 # read the quantized fixture releases); peer_torch_quant.py is found beside this script.
-# steps: any of test model decide gemm9 peer9 gemm27 peer27 wgmma9 wgmma27 nf4gemm27 fwd9 fwd27 fwd27x nf4mem eval
-# (default: all but fwd27x, nf4mem and eval), each optionally with a time limit in seconds, e.g. test:120
-# (default 600). decide: the 200 records of tests/quant/fixtures/decide per precision, GPU vs
+# steps: any of test model decide gemm9 peer9 gemm27 peer27 wgmma9 wgmma27 nf4gemm27 fwd9 fwd27
+# fwd27x nf4mem eval tpeer9 tpeer27 (default: all but fwd27x, nf4mem, eval and tpeer*), each
+# optionally with a time limit in seconds, e.g. test:120 (default 600). decide: the 200 records of tests/quant/fixtures/decide per precision, GPU vs
 # CPU. fwd27 runs 16 of the 27B's 64 layers (identical layers: 4 x its time is the whole
 # model's), FP8 on the fp8 tensor cores; fwd27x FP8 alone on its default exact path. nf4mem:
 # the NF4 27B's device memory under the 24gb / 16gb profiles at 2,270 tokens. wgmma9/27: the
@@ -22,7 +22,10 @@
 # their int32 sums agree). nf4gemm27: NF4 alone, each GEMM mode and dequantization kernel beside
 # BF16 (CLEF_CUDA_NF4_GEMM=dequant|fused|run15 picks the NF4 mode of every other step). CLEF_BENCH_INT8_WGMMA, CLEF_BENCH_FP8_EXACT_WGMMA and
 # CLEF_BENCH_FP8_EXACT in the environment reach the benches.
-# eval: `clef eval --reference BF16 --device cuda` on the decide fixture releases.
+# eval: `clef eval --reference BF16 --device cuda` on the decide fixture releases. tpeer9 /
+# tpeer27: transformers bf16 (+ flash-linear-attention from BIN_DIR/whl) on the forward bench's
+# token counts and layers (27B: 16 of 64, as fwd27; peer_transformers.py): the forward table's
+# peer in the same call.
 set -u -o pipefail
 BIN=$1
 LOG=$2
@@ -51,6 +54,8 @@ run_step() {
     peer27) $T python3 "$HERE/peer_torch_quant.py" 27b 2>&1 | grep -v Warning | tee "$LOG/peer_27b.log" ;;
     fwd9) $T "$BIN/bench_gpu_quant" forward 9b 32 3 2>&1 | tee "$LOG/fwd_9b.log" ;;
     fwd27) $T "$BIN/bench_gpu_quant" forward 27b 16 3 2>&1 | tee "$LOG/fwd_27b.log" ;;
+    tpeer9) $T python3 "$HERE/peer_transformers.py" 9b 32 3 2>&1 | grep -v Warning | tee "$LOG/tpeer_9b.log" ;;
+    tpeer27) $T python3 "$HERE/peer_transformers.py" 27b 16 3 2>&1 | grep -v Warning | tee "$LOG/tpeer_27b.log" ;;
     *) echo "unknown step $1"; return 2 ;;
   esac
   return "${PIPESTATUS[0]}"
