@@ -13,10 +13,10 @@
 # machine lacks), and for the eval step the clef CLI. Run from the repository root (the tests
 # read the quantized fixture releases); peer_torch_quant.py is found beside this script.
 # steps: any of test model decide gemm9 peer9 gemm27 peer27 wgmma9 wgmma27 nf4gemm27 fwd9 fwd27
-# fwd27x nf4mem eval tpeer9 tpeer27 (default: all but fwd27x, nf4mem, eval and tpeer*), each
+# fwd27x fwd9x nf4mem eval tpeer9 tpeer27 (default: all but fwd*x, nf4mem, eval and tpeer*), each
 # optionally with a time limit in seconds, e.g. test:120 (default 600). decide: the 200 records of tests/quant/fixtures/decide per precision, GPU vs
 # CPU. fwd27 runs 16 of the 27B's 64 layers (identical layers: 4 x its time is the whole
-# model's), FP8 on the fp8 tensor cores; fwd27x FP8 alone on its default exact path. nf4mem:
+# model's), FP8 on the fp8 tensor cores; fwd27x / fwd9x FP8 alone on its default exact path. nf4mem:
 # the NF4 27B's device memory under the 24gb / 16gb profiles at 2,270 tokens. wgmma9/27: the
 # INT8 GEMM alone and the INT8 / exact FP8 matmuls, cuBLASLt vs each wgmma kernel (and whether
 # their int32 sums agree). nf4gemm27: NF4 alone, each GEMM mode and dequantization kernel beside
@@ -41,6 +41,8 @@ run_step() {
     decide) $T "$BIN/test_cuda_quant_decide" 2>&1 | tee "$LOG/test_quant_decide.log" | tail -n 30 ;;
     fwd27x) CLEF_BENCH_FP8_EXACT=1 CLEF_BENCH_PRECISIONS=fp8 $T "$BIN/bench_gpu_quant" forward 27b 16 3 2>&1 |
               tee "$LOG/fwd_27b_fp8exact.log" ;;
+    fwd9x) CLEF_BENCH_FP8_EXACT=1 CLEF_BENCH_PRECISIONS=fp8 $T "$BIN/bench_gpu_quant" forward 9b 32 3 2>&1 |
+              tee "$LOG/fwd_9b_fp8exact.log" ;;
     nf4mem) $T "$BIN/bench_gpu_quant" nf4mem 27b 2270 3 2>&1 | tee "$LOG/nf4mem_27b.log" ;;
     eval) D=tests/quant/fixtures/decide
           $T "$BIN/clef" eval --reference "$D/bf16" --device cuda "$D/nf4" "$D/fp8" "$D/int8" 2>&1 |
