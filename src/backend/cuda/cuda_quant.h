@@ -167,10 +167,11 @@ enum {
 void clef_backend_cuda_set_fp8_promoted(clef_backend *be, int variant);
 /* The variant set (or the default): CLEF_CUDA_FP8_PROMOTE_*. */
 int clef_backend_cuda_fp8_promoted(clef_backend *be);
-/* For tests: the exact FP8 path on cuBLASLt widens the weight and multiplies it in slices of
- * output features of at most `bytes` of widened weight (and of fp32 products per chunk of
- * rows); 0: the default, CUDA_QUANT_SLICE_BYTES (64 MiB). A few KiB makes small shapes run in
- * many slices and row chunks. */
+/* The exact FP8 path on cuBLASLt widens the weight and multiplies it in slices of output
+ * features of at most `bytes` of widened weight (and of fp32 products per chunk of rows, at
+ * most CUDA_QUANT_PRODUCT_BYTES); 0: the default, CUDA_QUANT_SLICE_BYTES (64 MiB). Tests: a
+ * few KiB makes small shapes run in many slices and row chunks; SIZE_MAX: the whole weight at
+ * once (run17's path: faster at short prompts, 0.18 GiB more scratch at the 27B's widths). */
 void clef_backend_cuda_set_fp8_slice_bytes(clef_backend *be, size_t bytes);
 
 /* on = 1: FP8 matmuls on the tensor cores take the epilogue path (unscaled fp32 product, then the scaling

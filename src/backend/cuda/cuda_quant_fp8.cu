@@ -85,6 +85,8 @@ static int64_t fp8_widen_slice(size_t budget, int64_t N, int64_t K) {
 }
 
 static int64_t fp8_exact_chunk_rows(size_t budget, int64_t nc) {
+    if (budget > CUDA_QUANT_PRODUCT_BYTES) /* a budget past the product buffer's widens, not multiplies, more */
+        budget = CUDA_QUANT_PRODUCT_BYTES;
     int64_t r = (int64_t)(budget / (sizeof(float) * (size_t)nc));
     return r < 1 ? 1 : r;
 }
