@@ -1007,13 +1007,15 @@ static void apply_setting(const plan_setting *p) {
  * now taken needs more), and its result has the bits of the same matmul given no scratch (the
  * backend's own buffers). Every ordered pair of settings, one weight of each format. */
 static void test_scratch_plans(void) {
+    enum { OFF = CLEF_CUDA_WGMMA_OFF, AUTO = CLEF_CUDA_WGMMA_AUTO, DEQ = CLEF_CUDA_NF4_DEQUANT,
+           FUSED = CLEF_CUDA_NF4_FUSED };
     static const plan_setting settings[] = {
-        {"exact cuBLASLt, int8 wgmma, nf4 dequant", 0, 0, 0, CLEF_CUDA_WGMMA_OFF, CLEF_CUDA_WGMMA_AUTO, CLEF_CUDA_NF4_DEQUANT},
-        {"exact mixed, int8 cuBLASLt, nf4 fused", 0, 0, 0, CLEF_CUDA_WGMMA_FP8_MIXED, CLEF_CUDA_WGMMA_OFF, CLEF_CUDA_NF4_FUSED},
-        {"exact bf16 wgmma", 0, 0, 0, CLEF_CUDA_WGMMA_256, CLEF_CUDA_WGMMA_AUTO, CLEF_CUDA_NF4_DEQUANT},
-        {"fp8 tensor cores", 1, 0, 0, CLEF_CUDA_WGMMA_OFF, CLEF_CUDA_WGMMA_OFF, CLEF_CUDA_NF4_FUSED},
-        {"fp8 tensor cores, epilogue", 1, 1, 0, CLEF_CUDA_WGMMA_OFF, CLEF_CUDA_WGMMA_AUTO, CLEF_CUDA_NF4_DEQUANT},
-        {"promoted 128", 0, 0, CLEF_CUDA_FP8_PROMOTE_128, CLEF_CUDA_WGMMA_OFF, CLEF_CUDA_WGMMA_AUTO, CLEF_CUDA_NF4_FUSED},
+        {"exact cuBLASLt, int8 wgmma, nf4 dequant", 0, 0, 0, OFF, AUTO, DEQ},
+        {"exact mixed, int8 cuBLASLt, nf4 fused", 0, 0, 0, CLEF_CUDA_WGMMA_FP8_MIXED, OFF, FUSED},
+        {"exact bf16 wgmma", 0, 0, 0, CLEF_CUDA_WGMMA_256, AUTO, DEQ},
+        {"fp8 tensor cores", 1, 0, 0, OFF, OFF, FUSED},
+        {"fp8 tensor cores, epilogue", 1, 1, 0, OFF, AUTO, DEQ},
+        {"promoted 128", 0, 0, CLEF_CUDA_FP8_PROMOTE_128, OFF, AUTO, FUSED},
     };
     const int n_set = (int)(sizeof settings / sizeof settings[0]);
     const int64_t T = 96, N = 320, K = 512, n_el = N * K;
@@ -1037,7 +1039,8 @@ static void test_scratch_plans(void) {
     void *f8d = to_gpu(gpu, f8, (size_t)n_el), *i8d = to_gpu(gpu, i8, (size_t)n_el);
     void *nf4d = to_gpu(gpu, codes, (size_t)(n_el / 2));
     float *sd = to_gpu(gpu, scale, sizeof(float) * (size_t)N);
-    float *ad = to_gpu(gpu, absmax, sizeof(float) * (size_t)(n_el / 64)), *cd = to_gpu(gpu, clef_nf4_table, sizeof(float) * 16);
+    float *ad = to_gpu(gpu, absmax, sizeof(float) * (size_t)(n_el / 64));
+    float *cd = to_gpu(gpu, clef_nf4_table, sizeof(float) * 16);
     float *xd = to_gpu(gpu, x, sizeof(float) * (size_t)(T * K));
     clef_quant qf8 = {.u.fp8 = {.weight_scale = sd}};
     clef_quant qi8 = {.u.int8_convrot = {.weight_scale = sd, .rotation_group = 256}};

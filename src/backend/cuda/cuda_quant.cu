@@ -75,10 +75,10 @@ cuda_quant_paths cuda_quant_paths_of(const cuda_quant_state *st) {
     p.fp8_tc = st->fp8_tensor_cores != 0;
     p.fp8_epilogue = p.fp8_tc && st->fp8_force_epilogue;
     p.fp8_promoted = !p.fp8_tc && st->fp8_promoted != CLEF_CUDA_FP8_PROMOTE_OFF;
-    p.fp8_exact_gemm = st->fp8_exact_wgmma == CLEF_CUDA_WGMMA_FP8_MIXED || st->fp8_exact_wgmma == CLEF_CUDA_WGMMA_FP8_MIXED_128
-                           ? CUDA_FP8_EXACT_MIXED
-                       : st->fp8_exact_wgmma != CLEF_CUDA_WGMMA_OFF ? CUDA_FP8_EXACT_BF16_WGMMA
-                                                                    : CUDA_FP8_EXACT_CUBLASLT;
+    const int g = st->fp8_exact_wgmma;
+    p.fp8_exact_gemm = g == CLEF_CUDA_WGMMA_FP8_MIXED || g == CLEF_CUDA_WGMMA_FP8_MIXED_128 ? CUDA_FP8_EXACT_MIXED
+                       : g != CLEF_CUDA_WGMMA_OFF                                       ? CUDA_FP8_EXACT_BF16_WGMMA
+                                                                                         : CUDA_FP8_EXACT_CUBLASLT;
     p.int8_wgmma = st->int8_wgmma != CLEF_CUDA_WGMMA_OFF;
     p.nf4_fused = st->nf4_gemm == CLEF_CUDA_NF4_FUSED;
     p.fp8_slice_bytes = st->fp8_slice_bytes ? st->fp8_slice_bytes : CUDA_QUANT_SLICE_BYTES;
