@@ -612,13 +612,24 @@ static int run_forward(clef_backend *be, int is27, int64_t n_layers, int runs) {
            "ones are taken off the backend's counters; peak is each row's own (reset before its forwards), run "
            "state planned for 8,192-token sequences / 12,016-token batches\n\n",
            is27 ? "27B" : "9B", (long long)n_layers);
+    /* the last four columns: where the bytes over the weights go (RunState: the state's buffers,
+     * its scratch included; the rest the backend's buffers grown on demand, clef_cuda_grown) */
     static const char *header = "| model | precision | linear weights GiB | batch x tokens | ms (median of %d) | tokens/s "
-                                "| weights GiB | peak GiB | peak - weights GiB |\n|---|---|---|---|---|---|---|---|---|\n";
+                                "| weights GiB | peak GiB | peak - weights GiB | RunState GiB | bf16 staging GiB | "
+                                "quant own scratch GiB | hand-off GiB |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     printf(header, runs);
     const int max_lin = 12;
     clef_matrix *saved = malloc(sizeof(clef_matrix) * (size_t)(n_layers * max_lin));
     qmat *qm = calloc((size_t)(n_layers * max_lin), sizeof(qmat));
     const char *only = getenv("CLEF_BENCH_PRECISIONS"); /* e.g. "bf16,fp8": the others skipped */
+    /* The backend's buffers grown on demand (clef_cuda_grown) are freed before each precision, so
+     * its rows hold what a process running only that precision would, as the BF16 linears are
+     * taken off; CLEF_BENCH_RELEASE_GROWN=0 keeps them (the staging the BF16 rows grew then
+     * stays through the quantized rows, as run17 and before measured). */
+    const char *release = getenv("CLEF_BENCH_RELEASE_GROWN");
+    const int release_grown = !(release && !strcmp(release, "0"));
+    printf("grown buffers %s before each precision (CLEF_BENCH_RELEASE_GROWN=%d)\n\n",
+           release_grown ? "released" : "kept", release_grown);
     for (int prec = 0; prec < P_COUNT; prec++) {
         if (only && !strstr(only, prec_name[prec]))
             continue;
@@ -650,6 +661,8 @@ static int run_forward(clef_backend *be, int is27, int64_t n_layers, int runs) {
         if (st == CLEF_OK) {
             qwen35_state_free(state);
             state = NULL;
+            if (release_grown)
+                clef_cuda_release_grown(be);
             st = qwen35_state_create(m, be, &p, &state);
         }
         /* CLEF_BENCH_FUSED_COMPARE=1: each quantized precision's rows twice in this process,
@@ -679,10 +692,15 @@ static int run_forward(clef_backend *be, int is27, int64_t n_layers, int runs) {
             size_t peak = 0;
             clef_backend_cuda_memory(be, NULL, &peak);
             const double G = 1073741824.0, weights = (double)(qwen35_weight_bytes(m) - bf16_swapped + (prec != P_BF16 ? lin_bytes : 0));
-            printf("| %s | %s%s | %.2f | %lld x %lld | %.1f | %.0f | %.2f | %.2f | %.2f |\n", is27 ? "27B" : "9B",
-                   prec_name[prec], passes == 2 ? (pass ? " fused quantizers" : " standalone quantizers") : "",
-                   lin_bytes / G, (long long)ns, (long long)T, ms, (double)(ns * T) / (ms * 1e-3), weights / G,
-                   (double)(peak - bf16_swapped) / G, ((double)(peak - bf16_swapped) - weights) / G);
+            clef_cuda_grown grown;
+            clef_cuda_grown_bytes(be, &grown);
+            printf("| %s | %s%s | %.2f | %lld x %lld | %.1f | %.0f | %.2f | %.2f | %.2f | %.3f | %.3f | %.3f | %.3f |\n",
+                   is27 ? "27B" : "9B", prec_name[prec],
+                   passes == 2 ? (pass ? " fused quantizers" : " standalone quantizers") : "", lin_bytes / G,
+                   (long long)ns, (long long)T, ms, (double)(ns * T) / (ms * 1e-3), weights / G,
+                   (double)(peak - bf16_swapped) / G, ((double)(peak - bf16_swapped) - weights) / G,
+                   qwen35_state_bytes(state) / G, grown.staging / G, (grown.quant_scratch + grown.quant_extra) / G,
+                   grown.handoff / G);
             fflush(stdout);
         }
         if (st == CLEF_OK && prec != P_BF16) {

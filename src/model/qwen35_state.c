@@ -65,10 +65,12 @@ static size_t mixer_scratch_bytes(const qwen35_model *m, clef_backend *be, const
 }
 
 /* Scratch of the quantized matmuls (NF4, FP8, INT8 ConvRot): the backend's answer for the
- * largest of the layers' quantized matrices at G rows (no matmul takes more: the mixers run
- * over at most G rows, the MLP over at most QWEN35_MLP_ROWS <= G or all of a smaller batch) (0 for a BF16 model). The forward
- * hands it to those matmuls only (qwen35_forward.c), so no call allocates its own. */
+ * largest of the layers' quantized matrices at the rows each takes (the mixers' projections
+ * G, the MLP's QWEN35_MLP_ROWS <= G or all of a smaller batch: qwen35_forward.c) (0 for a
+ * BF16 model). The forward hands it to those matmuls only (qwen35_forward.c), so no call
+ * allocates its own; the backend sizes it for the path its settings take now. */
 static size_t quant_matmul_scratch_bytes(const qwen35_model *m, clef_backend *be, int64_t G) {
+    const int64_t mlp_rows = G < QWEN35_MLP_ROWS ? G : QWEN35_MLP_ROWS;
     size_t most = 0;
     for (int64_t l = 0; l < m->cfg.num_hidden_layers; l++) {
         const qwen35_layer *L = &m->w.layers[l];
@@ -77,7 +79,7 @@ static size_t quant_matmul_scratch_bytes(const qwen35_model *m, clef_backend *be
                                      &L->q_proj,   &L->k_proj, &L->v_proj,   &L->o_proj};
         for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
             if (mats[i]->quant) {
-                size_t b = clef_matmul_workspace_size(be, G, mats[i]);
+                size_t b = clef_matmul_workspace_size(be, i < 3 ? mlp_rows : G, mats[i]); /* 0..2: the MLP's */
                 most = b > most ? b : most;
             }
     }

@@ -10,7 +10,8 @@
  *        (fp32). The GEMM vs float64 of its own arithmetic, y = (sum_k qx qw) s_t s_w
  *        (+ y0 + bias), on its three paths:
  *        exact (the default: codes widened to bf16, bf16 tensor cores, fp32 accumulation;
- *        every product exact; with cuBLASLt's GEMM, with each wgmma kernel, scaling fused, and
+ *        every product exact; with cuBLASLt's GEMM (also on a weight widened and multiplied in
+ *        slices of 64 output features, rows in chunks: exact-sl64), with each wgmma kernel, scaling fused, and
  *        with the kernels that widen the weight's codes in registers, 256- and 128-row tiles,
  *        argument "fp8-mixed" (then weight row 0 is all subnormal codes and row 1 every code
  *        but NaN, so a widening that flushed or misread a code errs by the whole row)):
@@ -62,6 +63,10 @@
  *        element). Rows alone, and the batch shifted by one row, give the batch's bits.
  *        Argument "nf4": these checks alone; argument "fp8": the FP8 checks alone;
  *        "fp8-mixed": the FP8 checks alone with the register-widening kernels too.
+ *  Scratch a caller planned (matmul_workspace_size: the path's own size) under one setting of
+ *        the backend's paths, the matmul run under another, every ordered pair of six settings
+ *        and each format: nothing written past what was planned (a pattern after it kept), and
+ *        the bits of the same matmul given no scratch.
  * Exits 77 (ctest: SKIPPED) when no GPU is visible.
  */
 #include "backend/cuda/cuda_quant.h"
@@ -243,21 +248,25 @@ static void test_fp8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bia
     clef_matmul(cpu, T, x, ldx, &wc, with_bias ? bias : NULL, yc, ldy, accumulate); /* QDQ */
     /* the exact path with cuBLASLt's GEMM, the fp8 tensor cores (outer-vector, epilogue), then
      * the exact path on each wgmma kernel (scaling fused) */
+    /* then the exact path on cuBLASLt with the weight widened and multiplied in slices of 64
+     * output features (a slice budget of 64 x K bf16: the last slice shorter where N is not a
+     * multiple of 64) and rows in chunks of K / 2 (T > K / 2: several chunks per slice) */
     /* then our fp8 wgmma kernel with fp32 promotion every 128 and every 32 of K */
     /* then the exact path on our kernels that widen the weight in registers (256- and 128-row tiles) */
-    enum { N_MODES = 3 + CLEF_CUDA_WGMMA_LAST + 4, PROMO = 3 + CLEF_CUDA_WGMMA_LAST, MIXED = PROMO + 2 };
-    static const char *const mode_names[N_MODES] = {"exact",    "outer",    "epilogue", "exact-w1", "exact-w2",
-                                                    "exact-w3", "exact-w4", "promo128", "promo32",  "exact-mx",
-                                                    "exact-mx128"};
+    enum { SLICED = 3 + CLEF_CUDA_WGMMA_LAST, PROMO = SLICED + 1, MIXED = PROMO + 2, N_MODES = MIXED + 2 };
+    static const char *const mode_names[N_MODES] = {"exact",    "outer",    "epilogue",     "exact-w1",
+                                                    "exact-w2", "exact-w3", "exact-w4",     "exact-sl64",
+                                                    "promo128", "promo32",  "exact-mx",     "exact-mx128"};
     const int exact_default = clef_backend_cuda_fp8_exact_wgmma(gpu);
     for (int mode = 0; mode < (test_mixed ? N_MODES : MIXED); mode++) {
         const int promoted = mode >= PROMO && mode < MIXED, exact = mode == 0 || (mode >= 3 && !promoted);
         clef_backend_cuda_set_fp8_tensor_cores(gpu, mode == 1 || mode == 2);
         clef_backend_cuda_set_fp8_epilogue(gpu, mode == 2);
+        clef_backend_cuda_set_fp8_slice_bytes(gpu, mode == SLICED ? 64 * 2 * (size_t)K : 0);
         clef_backend_cuda_set_fp8_exact_wgmma(gpu, mode == MIXED       ? CLEF_CUDA_WGMMA_FP8_MIXED
                                                    : mode == MIXED + 1 ? CLEF_CUDA_WGMMA_FP8_MIXED_128
-                                                   : exact && mode >= 3 ? mode - 2
-                                                                        : CLEF_CUDA_WGMMA_OFF);
+                                                   : exact && mode >= 3 && mode < SLICED ? mode - 2
+                                                                                        : CLEF_CUDA_WGMMA_OFF);
         clef_backend_cuda_set_fp8_promoted(gpu, mode == PROMO       ? CLEF_CUDA_FP8_PROMOTE_128
                                                 : mode == PROMO + 1 ? CLEF_CUDA_FP8_PROMOTE_32
                                                                     : CLEF_CUDA_FP8_PROMOTE_OFF);
@@ -307,6 +316,7 @@ static void test_fp8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bia
     }
     clef_backend_cuda_set_fp8_epilogue(gpu, 0);
     clef_backend_cuda_set_fp8_tensor_cores(gpu, 0);
+    clef_backend_cuda_set_fp8_slice_bytes(gpu, 0);
     clef_backend_cuda_set_fp8_exact_wgmma(gpu, exact_default);
     clef_backend_cuda_set_fp8_promoted(gpu, CLEF_CUDA_FP8_PROMOTE_OFF);
     clef_backend_release(gpu, xd), clef_backend_release(gpu, qxd), clef_backend_release(gpu, sxd);
@@ -974,6 +984,119 @@ static void test_fused_all(void) {
 }
 
 /* A bad configuration is a status with a message, never a crash. */
+/* ---- scratch planned under one setting, run under another -------------------------------------- */
+
+/* The settings a quantized matmul's scratch depends on: each format's paths. */
+typedef struct plan_setting {
+    const char *name;
+    int fp8_tc, fp8_epilogue, fp8_promoted, fp8_exact, int8_wgmma, nf4;
+} plan_setting;
+
+static void apply_setting(const plan_setting *p) {
+    clef_backend_cuda_set_fp8_tensor_cores(gpu, p->fp8_tc);
+    clef_backend_cuda_set_fp8_epilogue(gpu, p->fp8_epilogue);
+    clef_backend_cuda_set_fp8_promoted(gpu, p->fp8_promoted);
+    clef_backend_cuda_set_fp8_exact_wgmma(gpu, p->fp8_exact);
+    clef_backend_cuda_set_int8_wgmma(gpu, p->int8_wgmma);
+    clef_backend_cuda_set_nf4_gemm(gpu, p->nf4);
+}
+
+/* A caller's scratch planned (matmul_workspace_size, now the path's own size) under one
+ * setting and the matmul run under another: it may use only what was planned (the 64 KiB after
+ * it hold a pattern that must survive: cuda_quant_scratch takes its own buffer where the path
+ * now taken needs more), and its result has the bits of the same matmul given no scratch (the
+ * backend's own buffers). Every ordered pair of settings, one weight of each format. */
+static void test_scratch_plans(void) {
+    enum { OFF = CLEF_CUDA_WGMMA_OFF, AUTO = CLEF_CUDA_WGMMA_AUTO, DEQ = CLEF_CUDA_NF4_DEQUANT,
+           FUSED = CLEF_CUDA_NF4_FUSED };
+    static const plan_setting settings[] = {
+        {"exact cuBLASLt, int8 wgmma, nf4 dequant", 0, 0, 0, OFF, AUTO, DEQ},
+        {"exact mixed, int8 cuBLASLt, nf4 fused", 0, 0, 0, CLEF_CUDA_WGMMA_FP8_MIXED, OFF, FUSED},
+        {"exact bf16 wgmma", 0, 0, 0, CLEF_CUDA_WGMMA_256, AUTO, DEQ},
+        {"fp8 tensor cores", 1, 0, 0, OFF, OFF, FUSED},
+        {"fp8 tensor cores, epilogue", 1, 1, 0, OFF, AUTO, DEQ},
+        {"promoted 128", 0, 0, CLEF_CUDA_FP8_PROMOTE_128, OFF, AUTO, FUSED},
+    };
+    const int n_set = (int)(sizeof settings / sizeof settings[0]);
+    const int64_t T = 96, N = 320, K = 512, n_el = N * K;
+    const size_t guard = 64 << 10;
+    /* FP8: finite e4m3 codes; INT8: [-127, 127]; NF4: any nibbles, plain absmax */
+    uint8_t *codes = malloc((size_t)n_el);
+    for (int64_t i = 0; i < n_el; i++)
+        codes[i] = (uint8_t)(rnd_uniform() * 255);
+    float *scale = fmalloc((size_t)N), *absmax = fmalloc((size_t)(n_el / 64)), *x = fmalloc((size_t)(T * K));
+    for (int64_t n = 0; n < N; n++)
+        scale[n] = 0.001f + 0.01f * (float)rnd_uniform();
+    for (int64_t b = 0; b < n_el / 64; b++)
+        absmax[b] = 0.01f + 0.1f * (float)rnd_uniform();
+    for (int64_t i = 0; i < T * K; i++)
+        x[i] = (float)(2.0 * rnd_uniform() - 1.0);
+    uint8_t *f8 = malloc((size_t)n_el), *i8 = malloc((size_t)n_el);
+    for (int64_t i = 0; i < n_el; i++) {
+        f8[i] = (codes[i] & 0x7f) == 0x7f ? (uint8_t)(codes[i] ^ 1) : codes[i];
+        i8[i] = (uint8_t)(int8_t)((int)codes[i] % 255 - 127);
+    }
+    void *f8d = to_gpu(gpu, f8, (size_t)n_el), *i8d = to_gpu(gpu, i8, (size_t)n_el);
+    void *nf4d = to_gpu(gpu, codes, (size_t)(n_el / 2));
+    float *sd = to_gpu(gpu, scale, sizeof(float) * (size_t)N);
+    float *ad = to_gpu(gpu, absmax, sizeof(float) * (size_t)(n_el / 64));
+    float *cd = to_gpu(gpu, clef_nf4_table, sizeof(float) * 16);
+    float *xd = to_gpu(gpu, x, sizeof(float) * (size_t)(T * K));
+    clef_quant qf8 = {.u.fp8 = {.weight_scale = sd}};
+    clef_quant qi8 = {.u.int8_convrot = {.weight_scale = sd, .rotation_group = 256}};
+    clef_quant qnf4 = {.u.nf4 = {.block = 64, .absmax_f32 = ad, .code = cd}};
+    const clef_matrix mats[3] = {
+        {.type = CLEF_WTYPE_FP8_E4M3, .rows = N, .cols = K, .ld = K, .data = f8d, .quant = &qf8},
+        {.type = CLEF_WTYPE_INT8_CONVROT, .rows = N, .cols = K, .ld = K, .data = i8d, .quant = &qi8},
+        {.type = CLEF_WTYPE_NF4, .rows = N, .cols = K, .ld = K, .data = nf4d, .quant = &qnf4},
+    };
+    static const char *const fmt[3] = {"fp8", "int8", "nf4"};
+    float *yd = clef_backend_alloc(gpu, sizeof(float) * (size_t)(T * N));
+    float *y_own = fmalloc((size_t)(T * N)), *y_planned = fmalloc((size_t)(T * N));
+    uint8_t *pattern = malloc(guard), *after = malloc(guard);
+    for (size_t i = 0; i < guard; i++)
+        pattern[i] = (uint8_t)(i * 131 + 7);
+    const int fp8_exact0 = clef_backend_cuda_fp8_exact_wgmma(gpu), nf40 = clef_backend_cuda_nf4_gemm(gpu);
+    int64_t pairs = 0, bad = 0;
+    for (int f = 0; f < 3; f++)
+        for (int a = 0; a < n_set; a++) {
+            apply_setting(&settings[a]);
+            const size_t planned = clef_matmul_workspace_size(gpu, T, &mats[f]);
+            char *ws = clef_backend_alloc(gpu, planned + guard);
+            clef_backend_write(gpu, ws + planned, pattern, guard);
+            for (int b = 0; b < n_set; b++) {
+                apply_setting(&settings[b]);
+                clef_matmul_scratch(gpu, T, xd, K, &mats[f], NULL, yd, N, 0, NULL);
+                POISON(y_own, T * N);
+                sync_read(y_own, yd, sizeof(float) * (size_t)(T * N));
+                clef_matmul_scratch(gpu, T, xd, K, &mats[f], NULL, yd, N, 0, ws);
+                POISON(y_planned, T * N);
+                sync_read(y_planned, yd, sizeof(float) * (size_t)(T * N));
+                memset(after, 0, guard);
+                sync_read(after, ws + planned, guard);
+                const int same = !memcmp(y_own, y_planned, sizeof(float) * (size_t)(T * N));
+                const int kept = !memcmp(after, pattern, guard);
+                pairs++;
+                bad += !same || !kept;
+                CHECK_MSG(same && kept, "%s scratch planned (%zu bytes) under \"%s\", run under \"%s\": %s",
+                          fmt[f], planned, settings[a].name, settings[b].name,
+                          !kept ? "wrote past what was planned" : "bits differ from the run with no scratch");
+            }
+            clef_backend_release(gpu, ws);
+        }
+    printf("scratch plans    %lld (format, planned-under, run-under) cases, %lld failing\n", (long long)pairs,
+           (long long)bad);
+    apply_setting(&settings[0]);
+    clef_backend_cuda_set_fp8_exact_wgmma(gpu, fp8_exact0);
+    clef_backend_cuda_set_nf4_gemm(gpu, nf40);
+    clef_backend_cuda_set_int8_wgmma(gpu, CLEF_CUDA_WGMMA_AUTO);
+    clef_backend_release(gpu, f8d), clef_backend_release(gpu, i8d), clef_backend_release(gpu, nf4d);
+    clef_backend_release(gpu, sd), clef_backend_release(gpu, ad), clef_backend_release(gpu, cd);
+    clef_backend_release(gpu, xd), clef_backend_release(gpu, yd);
+    free(codes), free(scale), free(absmax), free(x), free(f8), free(i8), free(y_own), free(y_planned);
+    free(pattern), free(after);
+}
+
 static void test_refusals(void) {
     clef_backend *g = NULL;
     CHECK_EQ_INT(clef_backend_cuda_create(0, &g), CLEF_OK);
@@ -1020,6 +1143,7 @@ int main(int argc, char **argv) {
     test_fp8(300, 1024, 4096, 0, 0, 1);
     test_fp8(129, 48, 12288, 8, 1, 0);
     test_fp8(19, 203, 256, 1, 1, 1); /* odd output count and leading dimension */
+    test_fp8(300, 203, 256, 8, 1, 1); /* exact-sl64: 4 slices (the last 11 wide), 3 chunks of rows */
     if (test_mixed) /* several tiles of both kinds, K not a multiple of the 128 of a stage */
         test_fp8(260, 600, 2064, 24, 1, 1);
     if (fp8_only) {
@@ -1042,8 +1166,10 @@ nf4:
     test_nf4(300, 1024, 4096, 0, 1, 0, 1);
     test_nf4(20, 77, 320, 1, 0, 1, 0);
     test_nf4(129, 384, 17408, 2, 1, 1, 1); /* the 27B down_proj width, a slice */
-    if (!nf4_only)
+    if (!nf4_only) {
         test_refusals();
+        test_scratch_plans();
+    }
     clef_backend_free(gpu);
     clef_backend_free(cpu);
     return test_summary();

@@ -155,13 +155,17 @@ void cuda_gemm_plans_free(cuda_context *ctx);
 
 /* The staging hand-off (cuda_matmul.cu). An op about to write n contiguous fp32 values that a
  * BF16 matmul may read next asks for the staging buffer: it gets it when it already holds n
- * bf16 values (it is never grown here: a backend whose matmuls never used it, the quantized
- * ones, keeps none), else NULL and the op writes fp32 only. The op's kernel then writes each
+ * bf16 values (it is never grown here: a backend whose matmuls never used it keeps none),
+ * else NULL and the op writes fp32 only. The op's kernel then writes each
  * value v both as fp32 and as __float2bfloat16_rn(v) (the matmul's own rounding of it, so
  * the product is the same bit for bit), and after the launch check it marks the staging as
  * holding those n values. */
 __nv_bfloat16 *cuda_staging_claim(clef_backend *be, int64_t n);
 void cuda_staging_mark(clef_backend *be, const float *src, int64_t n);
+/* The staging buffer grown to hold `bytes` and marked as holding nothing: for a quantized
+ * matmul's operand of the same size and role as a BF16 matmul's bf16 rows (the exact FP8
+ * path's bf16 code values), so the two never take a buffer each. NULL on failure. */
+void *cuda_staging_take(clef_backend *be, size_t bytes);
 
 /* The quantized hand-off (cuda_quant_stage.cu), the quantized matmuls' counterpart of the
  * staging: an op whose output the next FP8 or INT8 ConvRot matmul quantizes per token also

@@ -377,10 +377,16 @@ static int staging(clef_backend *be, size_t bytes) {
     return CLEF_OK;
 }
 
-/* bf16 staging bytes for T rows of w's input (F32 weights need none) */
+/* bf16 staging bytes for T rows of w's input (F32 weights need none); a quantized w: the
+ * scratch of the path the settings take now, which are noted (a scratch planned by this
+ * answer is then never asked for more: cuda_quant_scratch) */
 size_t cuda_matmul_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w) {
-    if (clef_wtype_get_traits(w->type)->is_quantized)
+    if (clef_wtype_get_traits(w->type)->is_quantized) {
+        cuda_quant_state *st = cuda_quant_state_of(be);
+        if (st)
+            cuda_quant_note_paths(st);
         return cuda_quant_workspace_size(be, T, w);
+    }
     return w->type == CLEF_WTYPE_BF16 ? sizeof(__nv_bfloat16) * (size_t)(T * w->cols) + 256 : 0;
 }
 
@@ -401,6 +407,14 @@ __nv_bfloat16 *cuda_staging_claim(clef_backend *be, int64_t n) {
     if (ctx->status != CLEF_OK || n <= 0 || sizeof(__nv_bfloat16) * (size_t)n > ctx->xb_bytes)
         return NULL;
     ctx->xb_src = NULL; /* the producer's kernel is about to write over it */
+    return ctx->xb;
+}
+
+void *cuda_staging_take(clef_backend *be, size_t bytes) {
+    cuda_context *ctx = cuda_ctx(be);
+    if (ctx->status != CLEF_OK || staging(be, bytes) != CLEF_OK)
+        return NULL;
+    ctx->xb_src = NULL; /* the caller's kernel is about to write over it */
     return ctx->xb;
 }
 

@@ -66,7 +66,35 @@ void cuda_quant_inherit(clef_backend *child, clef_backend *parent) {
     c->fp8_tensor_cores = p->fp8_tensor_cores, c->fp8_force_epilogue = p->fp8_force_epilogue;
     c->convrot_exact = p->convrot_exact, c->int8_wgmma = p->int8_wgmma;
     c->fp8_exact_wgmma = p->fp8_exact_wgmma, c->nf4_gemm = p->nf4_gemm;
-    c->fp8_promoted = p->fp8_promoted, c->fused = p->fused;
+    c->fp8_promoted = p->fp8_promoted, c->fused = p->fused, c->fp8_slice_bytes = p->fp8_slice_bytes;
+}
+
+cuda_quant_paths cuda_quant_paths_of(const cuda_quant_state *st) {
+    cuda_quant_paths p;
+    memset(&p, 0, sizeof p);
+    p.fp8_tc = st->fp8_tensor_cores != 0;
+    p.fp8_epilogue = p.fp8_tc && st->fp8_force_epilogue;
+    p.fp8_promoted = !p.fp8_tc && st->fp8_promoted != CLEF_CUDA_FP8_PROMOTE_OFF;
+    const int g = st->fp8_exact_wgmma;
+    p.fp8_exact_gemm = g == CLEF_CUDA_WGMMA_FP8_MIXED || g == CLEF_CUDA_WGMMA_FP8_MIXED_128 ? CUDA_FP8_EXACT_MIXED
+                       : g != CLEF_CUDA_WGMMA_OFF                                       ? CUDA_FP8_EXACT_BF16_WGMMA
+                                                                                         : CUDA_FP8_EXACT_CUBLASLT;
+    p.int8_wgmma = st->int8_wgmma != CLEF_CUDA_WGMMA_OFF;
+    p.nf4_fused = st->nf4_gemm == CLEF_CUDA_NF4_FUSED;
+    p.fp8_slice_bytes = st->fp8_slice_bytes ? st->fp8_slice_bytes : CUDA_QUANT_SLICE_BYTES;
+    return p;
+}
+
+void cuda_quant_note_paths(cuda_quant_state *st) {
+    const cuda_quant_paths now = cuda_quant_paths_of(st);
+    for (int i = 0; i < st->n_seen; i++)
+        if (!memcmp(&st->seen[i], &now, sizeof now))
+            return;
+    if (st->n_seen == CUDA_QUANT_PATHS_SEEN) { /* never for a model's settings: trust no caller's scratch */
+        st->seen_overflow = 1;
+        return;
+    }
+    st->seen[st->n_seen++] = now;
 }
 
 static void qplans_free(cuda_quant_state *st) {
@@ -92,6 +120,7 @@ void cuda_quant_free(cuda_context *ctx) {
     qplans_free(st);
     cuda_qstage_free(st);
     cudaFree(st->scratch);
+    cudaFree(st->extra);
     for (int i = 0; i < 2; i++)
         if (st->timer[i])
             cudaEventDestroy(st->timer[i]);
@@ -99,29 +128,82 @@ void cuda_quant_free(cuda_context *ctx) {
     ctx->quant = NULL;
 }
 
-void *cuda_quant_scratch(clef_backend *be, void *scratch, size_t bytes) {
-    if (scratch)
-        return scratch;
-    cuda_quant_state *st = cuda_quant_state_of(be);
-    if (!st)
-        return NULL;
-    if (bytes <= st->scratch_bytes)
-        return st->scratch;
+/* Grow one of the state's own buffers to hold `bytes` (queued work may still read the old
+ * one: synchronize first); 0 on failure (status recorded). */
+static int own_buffer(clef_backend *be, void **buf, size_t *have, size_t bytes, const char *what) {
+    if (bytes <= *have)
+        return 1;
     cuda_context *ctx = cuda_ctx(be);
     if (cuda_capture_refuse(be, "growing the quantized-matmul scratch"))
-        return NULL;
+        return 0;
     ctx->graph_epoch++; /* recordings that use the old buffer are stale */
-    /* queued work may still read the old buffer */
     cuda_record(be, cudaStreamSynchronize(ctx->stream), "synchronize before growing the quantized-matmul scratch");
-    cudaFree(st->scratch);
-    cuda_account(be, -(ptrdiff_t)st->scratch_bytes);
-    st->scratch = NULL, st->scratch_bytes = 0;
+    cudaFree(*buf);
+    cuda_account(be, -(ptrdiff_t)*have);
+    *buf = NULL, *have = 0;
     size_t want = bytes + bytes / 4; /* head room for a slightly longer next forward */
-    if (cuda_record(be, cudaMalloc(&st->scratch, want), "quantized-matmul scratch") != CLEF_OK)
-        return NULL;
-    st->scratch_bytes = want;
+    if (cuda_record(be, cudaMalloc(buf, want), what) != CLEF_OK)
+        return 0;
+    *have = want;
     cuda_account(be, (ptrdiff_t)want);
-    return st->scratch;
+    return 1;
+}
+
+static size_t bytes_for(const cuda_quant_paths *p, int64_t T, const clef_matrix *w) {
+    switch (w->type) {
+    case CLEF_WTYPE_FP8_E4M3: return cuda_fp8_workspace_size(p, T, w);
+    case CLEF_WTYPE_INT8_CONVROT: return cuda_int8_workspace_size(p, T, w);
+    case CLEF_WTYPE_NF4: return cuda_nf4_workspace_size(p, T, w);
+    default: return 0;
+    }
+}
+
+/* A caller sized its scratch by asking matmul_workspace_size, under the settings of that
+ * moment, which the state noted: the least size over those is what any caller has. None
+ * noted: the caller asked another backend (the contract: under the settings now). */
+size_t cuda_quant_planned_bytes(clef_backend *be, int64_t T, const clef_matrix *w) {
+    const cuda_quant_state *st = cuda_quant_state_of(be);
+    if (!st || st->seen_overflow)
+        return 0;
+    if (!st->n_seen) {
+        const cuda_quant_paths now = cuda_quant_paths_of(st);
+        return bytes_for(&now, T, w);
+    }
+    size_t least = SIZE_MAX;
+    for (int i = 0; i < st->n_seen; i++) {
+        const size_t b = bytes_for(&st->seen[i], T, w);
+        least = b < least ? b : least;
+    }
+    return least;
+}
+
+int cuda_quant_scratch(clef_backend *be, void *scratch, int64_t T, const clef_matrix *w, size_t need,
+                       cuda_qscratch *out) {
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    out->base = NULL, out->room = 0;
+    if (!st)
+        return 0;
+    if (scratch) {
+        const size_t planned = cuda_quant_planned_bytes(be, T, w);
+        if (need <= planned) {
+            out->base = (char *)scratch, out->room = planned;
+            return 1;
+        }
+    }
+    /* no scratch given, or a setting changed since the caller planned it: ours, grown */
+    if (!own_buffer(be, &st->scratch, &st->scratch_bytes, need, "quantized-matmul scratch"))
+        return 0;
+    out->base = (char *)st->scratch, out->room = st->scratch_bytes;
+    return 1;
+}
+
+void *cuda_quant_scratch_part(clef_backend *be, const cuda_qscratch *qs, size_t off, size_t bytes) {
+    if (off + bytes <= qs->room)
+        return qs->base + off;
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    if (!st || !own_buffer(be, &st->extra, &st->extra_bytes, bytes, "quantized-matmul scratch (second buffer)"))
+        return NULL;
+    return st->extra;
 }
 
 static int ptr_align(const void *p) {
@@ -325,21 +407,23 @@ void cuda_quant_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx,
     }
 }
 
+/* The scratch of the path the backend's settings take now (not every path's: see
+ * cuda_quant_scratch for a setting changed after planning). cuda_matmul_workspace_size, the
+ * callers' question, also notes the settings it answered under. */
 size_t cuda_quant_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w) {
-    (void)be;
-    switch (w->type) {
-    case CLEF_WTYPE_FP8_E4M3: return cuda_fp8_workspace_size(T, w);
-    case CLEF_WTYPE_INT8_CONVROT: return cuda_int8_workspace_size(T, w);
-    case CLEF_WTYPE_NF4: return cuda_nf4_workspace_size(be, T, w);
-    default: return 0;
-    }
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    if (!st)
+        return 0;
+    const cuda_quant_paths p = cuda_quant_paths_of(st);
+    return bytes_for(&p, T, w);
 }
 
 extern "C" void clef_backend_cuda_set_convrot_exact(clef_backend *be, int on) {
     cuda_quant_state *st = cuda_quant_state_of(be);
     cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
-    if (st)
+    if (st) {
         st->convrot_exact = on != 0;
+    }
 }
 
 static int wgmma_variant(int v) {
@@ -349,17 +433,19 @@ static int wgmma_variant(int v) {
 extern "C" void clef_backend_cuda_set_int8_wgmma(clef_backend *be, int variant) {
     cuda_quant_state *st = cuda_quant_state_of(be);
     cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
-    if (st)
+    if (st) {
         st->int8_wgmma = wgmma_variant(variant);
+    }
 }
 
 extern "C" void clef_backend_cuda_set_fp8_exact_wgmma(clef_backend *be, int variant) {
     cuda_quant_state *st = cuda_quant_state_of(be);
     cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
-    if (st)
+    if (st) {
         st->fp8_exact_wgmma = variant == CLEF_CUDA_WGMMA_FP8_MIXED || variant == CLEF_CUDA_WGMMA_FP8_MIXED_128
                                   ? variant
                                   : wgmma_variant(variant);
+    }
 }
 
 extern "C" int clef_backend_cuda_fp8_exact_wgmma(clef_backend *be) {
@@ -370,8 +456,9 @@ extern "C" int clef_backend_cuda_fp8_exact_wgmma(clef_backend *be) {
 extern "C" void clef_backend_cuda_set_nf4_gemm(clef_backend *be, int mode) {
     cuda_quant_state *st = cuda_quant_state_of(be);
     cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
-    if (st)
+    if (st) {
         st->nf4_gemm = mode == CLEF_CUDA_NF4_FUSED || mode == CLEF_CUDA_NF4_RUN15 ? mode : CLEF_CUDA_NF4_DEQUANT;
+    }
 }
 
 extern "C" int clef_backend_cuda_nf4_gemm(clef_backend *be) {
@@ -382,24 +469,34 @@ extern "C" int clef_backend_cuda_nf4_gemm(clef_backend *be) {
 extern "C" void clef_backend_cuda_set_fp8_epilogue(clef_backend *be, int on) {
     cuda_quant_state *st = cuda_quant_state_of(be);
     cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
-    if (st)
+    if (st) {
         st->fp8_force_epilogue = on != 0;
+    }
 }
 
 extern "C" void clef_backend_cuda_set_fp8_tensor_cores(clef_backend *be, int on) {
     cuda_quant_state *st = cuda_quant_state_of(be);
     cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
-    if (st)
+    if (st) {
         st->fp8_tensor_cores = on != 0;
+    }
 }
 
 extern "C" void clef_backend_cuda_set_fp8_promoted(clef_backend *be, int variant) {
     cuda_quant_state *st = cuda_quant_state_of(be);
     cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
-    if (st)
+    if (st) {
         st->fp8_promoted = variant == CLEF_CUDA_FP8_PROMOTE_128 || variant == CLEF_CUDA_FP8_PROMOTE_32
                                ? variant
                                : CLEF_CUDA_FP8_PROMOTE_OFF;
+    }
+}
+
+extern "C" void clef_backend_cuda_set_fp8_slice_bytes(clef_backend *be, size_t bytes) {
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    if (st) {
+        st->fp8_slice_bytes = bytes;
+    }
 }
 
 extern "C" int clef_backend_cuda_fp8_promoted(clef_backend *be) {
@@ -435,6 +532,34 @@ extern "C" const char *clef_cuda_fp8_gemm_path(clef_backend *be) {
 }
 
 /* ---- bench support ---------------------------------------------------------------------------- */
+
+extern "C" void clef_cuda_grown_bytes(clef_backend *be, clef_cuda_grown *out) {
+    const cuda_context *ctx = cuda_ctx(be);
+    const cuda_quant_state *st = ctx->quant;
+    out->staging = ctx->xb_bytes;
+    out->quant_scratch = st ? st->scratch_bytes : 0;
+    out->quant_extra = st ? st->extra_bytes : 0;
+    out->handoff = st ? st->qs_codes_bytes + st->qs_scales_bytes : 0;
+}
+
+extern "C" void clef_cuda_release_grown(clef_backend *be) {
+    cuda_context *ctx = cuda_ctx(be);
+    if (cuda_capture_refuse(be, "releasing the grown buffers"))
+        return;
+    ctx->graph_epoch++; /* recordings that use these buffers are stale */
+    cuda_record(be, cudaStreamSynchronize(ctx->stream), "synchronize before releasing the grown buffers");
+    cudaFree(ctx->xb);
+    cuda_account(be, -(ptrdiff_t)ctx->xb_bytes);
+    ctx->xb = NULL, ctx->xb_bytes = 0, ctx->xb_src = NULL;
+    cuda_quant_state *st = ctx->quant;
+    if (!st)
+        return;
+    cuda_account(be, -(ptrdiff_t)(st->scratch_bytes + st->extra_bytes + st->qs_codes_bytes + st->qs_scales_bytes));
+    cudaFree(st->scratch);
+    cudaFree(st->extra);
+    st->scratch = st->extra = NULL, st->scratch_bytes = st->extra_bytes = 0;
+    cuda_qstage_free(st);
+}
 
 __global__ void k_fill_codes(uint8_t *dst, size_t n, uint64_t seed, int type) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {

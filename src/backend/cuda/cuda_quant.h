@@ -167,6 +167,12 @@ enum {
 void clef_backend_cuda_set_fp8_promoted(clef_backend *be, int variant);
 /* The variant set (or the default): CLEF_CUDA_FP8_PROMOTE_*. */
 int clef_backend_cuda_fp8_promoted(clef_backend *be);
+/* The exact FP8 path on cuBLASLt widens the weight and multiplies it in slices of output
+ * features of at most `bytes` of widened weight (and of fp32 products per chunk of rows, at
+ * most CUDA_QUANT_PRODUCT_BYTES); 0: the default, CUDA_QUANT_SLICE_BYTES (64 MiB). Tests: a
+ * few KiB makes small shapes run in many slices and row chunks; SIZE_MAX: the whole weight at
+ * once (run17's path: faster at short prompts, 0.18 GiB more scratch at the 27B's widths). */
+void clef_backend_cuda_set_fp8_slice_bytes(clef_backend *be, size_t bytes);
 
 /* on = 1: FP8 matmuls on the tensor cores take the epilogue path (unscaled fp32 product, then the scaling
  * kernel) even where cuBLASLt runs outer-vector scaling: for tests and benches. */
@@ -192,6 +198,19 @@ void clef_cuda_fused_quant_counts(clef_backend *be, int64_t *matmuls_served, int
  * int8; scales: T floats); 0 when it would quantize itself. */
 int clef_cuda_quant_staged(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
                            const void **codes, const float **scales);
+
+/* Bench support: device bytes of the buffers the backend's matmuls grow on demand (beside a
+ * caller's planned scratch): the bf16 staging of x (BF16 and NF4 matmuls, the exact FP8
+ * path's bf16 code values), the quantized matmuls' own scratch and second buffer (used where
+ * the caller passed none or planned for another path), the hand-off's codes and scales. */
+typedef struct clef_cuda_grown {
+    size_t staging, quant_scratch, quant_extra, handoff;
+} clef_cuda_grown;
+void clef_cuda_grown_bytes(clef_backend *be, clef_cuda_grown *out);
+/* Bench support: free those buffers (waits for queued work; each grows again on its next use,
+ * the hand-off once a matmul has learnt its producer again), so a bench that runs one
+ * precision after another can measure each as a process running only that one would hold. */
+void clef_cuda_release_grown(clef_backend *be);
 
 /* Bench support: random codes of format t at dst (bytes of device memory), never NaN:
  * FP8_E4M3 finite e4m3 codes of either sign, INT8_CONVROT int8 in [-127, 127], NF4 any

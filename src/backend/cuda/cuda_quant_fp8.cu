@@ -40,11 +40,19 @@
  * x [T, K] = column-major K x T, D = y^T (N x T, ld = ldy). FP8 needs K, both leading
  * dimensions and the code pointers in multiples of 16 bytes.
  *
- * Scratch: scales [T] | then either (tensor cores) codes [T, K] | fp32 products [chunk, N] (the
- * epilogue path), or (exact) code values [T, K] bf16 | weights [N, K] bf16 | fp32 products
- * [chunk, N]. Where the op that produced x already wrote the codes (or values) and scales
- * (the quantized hand-off, cuda_quant_stage.cu) the GEMM reads those and the quantizer does
- * not run; the scratch's code and scale areas then go unused.
+ * Scratch, sized for the path the backend's settings take (cuda_fp8_workspace_size): scales
+ * [T] | then (tensor cores, promoted) codes [T, K], or (exact) what its GEMM needs: nothing
+ * for the kernel that widens the codes in registers, the widened weight [N, K] bf16 for our
+ * bf16 wgmma kernels, and for cuBLASLt one N-chunk of the widened weight and one chunk of its
+ * fp32 products (at most CUDA_QUANT_SLICE_BYTES each: the weight is widened and multiplied a
+ * slice of output features at a time). The exact path's
+ * bf16 code values, when it quantizes x itself, go into the hand-off's code buffer where it
+ * is free and large enough (cuda_qstage_spare), else into the backend's bf16 staging buffer
+ * (cuda_staging_take: same size and role as a BF16 matmul's bf16 rows), not the scratch. A path chosen at run time that
+ * needs more (cuBLASLt refusing outer-vector scaling: the epilogue's fp32 products; a GEMM
+ * kernel that cannot run the layout) takes it from cuda_quant_scratch_part. Where the op that
+ * produced x already wrote the codes (or values) and scales (the quantized hand-off,
+ * cuda_quant_stage.cu) the GEMM reads those and the quantizer does not run.
  */
 #include "backend/cuda/cuda_quant_internal.cuh"
 
@@ -62,17 +70,45 @@ static size_t fp8_product_bytes(int64_t T, int64_t N) {
     return cuda_quant_align(sizeof(float) * (size_t)((T < chunk ? T : chunk) * N));
 }
 
-static size_t fp8_exact_bytes(int64_t T, const clef_matrix *w) {
-    const int64_t N = w->rows, K = w->cols;
-    return cuda_quant_align(sizeof(uint16_t) * (size_t)(T * K)) + cuda_quant_align(sizeof(uint16_t) * (size_t)(N * K)) +
-           fp8_product_bytes(T, N);
+/* The exact path on cuBLASLt: output features per slice of the widened weight (even slices
+ * of at most `budget` bytes (CUDA_QUANT_SLICE_BYTES), multiples of 64 so every slice's codes, products and
+ * outputs stay aligned), and rows per chunk of the products of one slice. Neither depends on
+ * T's rows' values: a row's result is the same alone and in a batch. */
+static int64_t fp8_widen_slice(size_t budget, int64_t N, int64_t K) {
+    int64_t most = (int64_t)(budget / (sizeof(uint16_t) * (size_t)K)) / 64 * 64;
+    if (most < 64)
+        most = 64;
+    if (N <= most)
+        return N;
+    const int64_t slices = (N + most - 1) / most, nc = ((N + slices - 1) / slices + 63) / 64 * 64;
+    return nc < N ? nc : N;
 }
 
-size_t cuda_fp8_workspace_size(int64_t T, const clef_matrix *w) {
-    /* both ways are included: the mode can change between planning and the call, and which
-     * tensor-core path runs is known only once cuBLASLt has been asked */
-    size_t tc = fp8_codes_bytes(T, w->cols) + fp8_product_bytes(T, w->rows), exact = fp8_exact_bytes(T, w);
-    return fp8_scales_bytes(T) + (tc > exact ? tc : exact);
+static int64_t fp8_exact_chunk_rows(size_t budget, int64_t nc) {
+    if (budget > CUDA_QUANT_PRODUCT_BYTES) /* a budget past the product buffer's widens, not multiplies, more */
+        budget = CUDA_QUANT_PRODUCT_BYTES;
+    int64_t r = (int64_t)(budget / (sizeof(float) * (size_t)nc));
+    return r < 1 ? 1 : r;
+}
+
+static size_t fp8_exact_lt_bytes(size_t budget, int64_t T, int64_t N, int64_t K) {
+    const int64_t nc = fp8_widen_slice(budget, N, K), chunk = fp8_exact_chunk_rows(budget, nc);
+    return cuda_quant_align(sizeof(uint16_t) * (size_t)(nc * K)) +
+           cuda_quant_align(sizeof(float) * (size_t)((T < chunk ? T : chunk) * nc));
+}
+
+/* the exact path's scratch beyond the scales for the GEMM p takes (CUDA_FP8_EXACT_*) */
+static size_t fp8_exact_bytes(const cuda_quant_paths *p, int g, int64_t T, int64_t N, int64_t K) {
+    return g == CUDA_FP8_EXACT_MIXED        ? 0
+           : g == CUDA_FP8_EXACT_BF16_WGMMA ? cuda_quant_align(sizeof(uint16_t) * (size_t)(N * K))
+                                            : fp8_exact_lt_bytes(p->fp8_slice_bytes, T, N, K);
+}
+
+size_t cuda_fp8_workspace_size(const cuda_quant_paths *p, int64_t T, const clef_matrix *w) {
+    const int64_t N = w->rows, K = w->cols;
+    if (p->fp8_tc || p->fp8_promoted) /* the epilogue's products only where forced (else: at run time) */
+        return fp8_scales_bytes(T) + fp8_codes_bytes(T, K) + (p->fp8_epilogue ? fp8_product_bytes(T, N) : 0);
+    return fp8_scales_bytes(T) + fp8_exact_bytes(p, p->fp8_exact_gemm, T, N, K);
 }
 
 __global__ void k_fp8_add_bias(int64_t T, int64_t N, const float *bias, float *y, int64_t ldy) {
@@ -193,16 +229,16 @@ static unsigned fp8_widen_blocks(int64_t n) {
     return b > 65535u * 8 ? 65535u * 8 : b;
 }
 
-/* The exact path: the activations' code values (bf16, from the quantizer) times the widened
- * weight on cuBLASLt's BF16 GEMM with fp32 accumulation into unscaled products, then the
- * scaling kernel; rows in chunks of the product buffer. */
+/* The exact path: the activations' code values (bf16, from the quantizer) times the weight
+ * widened to bf16 — in the GEMM's registers (CLEF_CUDA_WGMMA_FP8_MIXED*), or into scratch for
+ * our bf16 wgmma kernels, or slice by slice of output features for cuBLASLt's BF16 GEMM with
+ * fp32 accumulation into unscaled products and the scaling kernel (rows in chunks of the
+ * product buffer). qs: the scratch, its scales first (off: the bytes after them). */
 static void fp8_gemm_exact(clef_backend *be, int64_t T, const clef_matrix *w, const __nv_bfloat16 *xv,
-                           const float *sx, const float *bias, float *y, int64_t ldy, int accumulate, char *ws) {
+                           const float *sx, const float *bias, float *y, int64_t ldy, int accumulate,
+                           const cuda_quant_paths *paths, const cuda_qscratch *qs, size_t off) {
     cuda_context *ctx = cuda_ctx(be);
     const int64_t N = w->rows, K = w->cols;
-    const int64_t chunk = cuda_quant_even_chunk(T, cuda_quant_chunk_rows(N, sizeof(float)));
-    __nv_bfloat16 *wb = (__nv_bfloat16 *)ws;
-    float *prod = (float *)(ws + cuda_quant_align(sizeof(uint16_t) * (size_t)(N * K)));
     const float *sw = w->quant->u.fp8.weight_scale + w->quant_row0;
     cuda_quant_state *st = cuda_quant_state_of(be);
     /* CLEF_CUDA_WGMMA_FP8_MIXED*: the codes widened in the GEMM's registers, nothing widened here */
@@ -210,30 +246,56 @@ static void fp8_gemm_exact(clef_backend *be, int64_t T, const clef_matrix *w, co
         cuda_fp8_exact_mixed_gemm(be, st->fp8_exact_wgmma, T, N, K, xv, (const uint8_t *)w->data, sx, sw, bias, y,
                                   ldy, accumulate))
         return;
-    /* K is a multiple of 16, so N K a multiple of 4 and the codes 4-byte aligned rows */
-    k_fp8_widen_bf16<<<fp8_widen_blocks(N * K / 4), 256, 0, ctx->stream>>>(N * K / 4, (const uint32_t *)w->data,
-                                                                           (uint2 *)wb);
-    CUDA_CHECK_LAUNCH(be, "fp8 weight widening kernel");
-    if (st && st->fp8_exact_wgmma && ctx->status == CLEF_OK &&
-        cuda_wgmma_gemm(be, 1, st->fp8_exact_wgmma, T, N, K, xv, wb, sx, sw, bias, y, ldy, accumulate))
+    const int wgmma = st && st->fp8_exact_wgmma && st->fp8_exact_wgmma != CLEF_CUDA_WGMMA_FP8_MIXED &&
+                      st->fp8_exact_wgmma != CLEF_CUDA_WGMMA_FP8_MIXED_128;
+    if (wgmma) { /* our bf16 wgmma kernels: the whole weight widened */
+        __nv_bfloat16 *wb = (__nv_bfloat16 *)cuda_quant_scratch_part(
+            be, qs, off, fp8_exact_bytes(paths, CUDA_FP8_EXACT_BF16_WGMMA, T, N, K));
+        if (!wb)
+            return;
+        /* K is a multiple of 16, so N K a multiple of 4 and the codes 4-byte aligned rows */
+        k_fp8_widen_bf16<<<fp8_widen_blocks(N * K / 4), 256, 0, ctx->stream>>>(N * K / 4, (const uint32_t *)w->data,
+                                                                               (uint2 *)wb);
+        CUDA_CHECK_LAUNCH(be, "fp8 weight widening kernel");
+        if (ctx->status == CLEF_OK &&
+            cuda_wgmma_gemm(be, 1, st->fp8_exact_wgmma, T, N, K, xv, wb, sx, sw, bias, y, ldy, accumulate))
+            return;
+    }
+    /* cuBLASLt: a slice of nc output features at a time, widened into scratch, then its rows
+     * in chunks of the product buffer */
+    const size_t budget = paths->fp8_slice_bytes;
+    const int64_t nc = fp8_widen_slice(budget, N, K);
+    char *ws = (char *)cuda_quant_scratch_part(be, qs, off, fp8_exact_lt_bytes(budget, T, N, K));
+    if (!ws)
         return;
-    for (int64_t t0 = 0; t0 < T && ctx->status == CLEF_OK; t0 += chunk) {
-        int64_t rows = T - t0 < chunk ? T - t0 : chunk;
-        const __nv_bfloat16 *b = xv + t0 * K;
-        cuda_qplan *p = N < 16 ? NULL
-                               : cuda_qplan_get(be, CUDA_QPLAN_BF16, (int)N, (int)rows, (int)K, (int)K, (int)K, (int)N,
-                                                wb, b, prod, 0);
-        cublasStatus_t s = CUBLAS_STATUS_NOT_SUPPORTED;
-        if (p) {
-            const float alpha = 1.0f, beta = 0.0f;
-            s = cublasLtMatmul(ctx->lt, p->desc, &alpha, wb, p->la, b, p->lb, &beta, prod, p->lc, prod, p->lc, &p->algo,
-                               ctx->lt_workspace, ctx->lt_workspace_bytes, ctx->stream);
+    __nv_bfloat16 *wb = (__nv_bfloat16 *)ws;
+    float *prod = (float *)(ws + cuda_quant_align(sizeof(uint16_t) * (size_t)(nc * K)));
+    for (int64_t n0 = 0; n0 < N && ctx->status == CLEF_OK; n0 += nc) {
+        const int64_t n = N - n0 < nc ? N - n0 : nc;
+        const int64_t chunk = cuda_quant_even_chunk(T, fp8_exact_chunk_rows(budget, nc));
+        k_fp8_widen_bf16<<<fp8_widen_blocks(n * K / 4), 256, 0, ctx->stream>>>(
+            n * K / 4, (const uint32_t *)((const uint8_t *)w->data + n0 * K), (uint2 *)wb);
+        CUDA_CHECK_LAUNCH(be, "fp8 weight widening kernel");
+        for (int64_t t0 = 0; t0 < T && ctx->status == CLEF_OK; t0 += chunk) {
+            int64_t rows = T - t0 < chunk ? T - t0 : chunk;
+            const __nv_bfloat16 *b = xv + t0 * K;
+            cuda_qplan *p = n < 16 ? NULL
+                                   : cuda_qplan_get(be, CUDA_QPLAN_BF16, (int)n, (int)rows, (int)K, (int)K, (int)K,
+                                                    (int)n, wb, b, prod, 0);
+            cublasStatus_t s = CUBLAS_STATUS_NOT_SUPPORTED;
+            if (p) {
+                const float alpha = 1.0f, beta = 0.0f;
+                s = cublasLtMatmul(ctx->lt, p->desc, &alpha, wb, p->la, b, p->lb, &beta, prod, p->lc, prod, p->lc,
+                                   &p->algo, ctx->lt_workspace, ctx->lt_workspace_bytes, ctx->stream);
+            }
+            if (s != CUBLAS_STATUS_SUCCESS) {
+                k_bf16_gemm_simple<<<cuda_quant_rows_grid(rows, n, 128), 128, 0, ctx->stream>>>(rows, n, K, b, wb,
+                                                                                               prod, n);
+                CUDA_CHECK_LAUNCH(be, "bf16 CUDA-core GEMM kernel");
+            }
+            cuda_quant_epilogue_f32(be, rows, n, prod, n, sx + t0, sw + n0, bias ? bias + n0 : NULL,
+                                    y + t0 * ldy + n0, ldy, accumulate);
         }
-        if (s != CUBLAS_STATUS_SUCCESS) {
-            k_bf16_gemm_simple<<<cuda_quant_rows_grid(rows, N, 128), 128, 0, ctx->stream>>>(rows, N, K, b, wb, prod, N);
-            CUDA_CHECK_LAUNCH(be, "bf16 CUDA-core GEMM kernel");
-        }
-        cuda_quant_epilogue_f32(be, rows, N, prod, N, sx + t0, sw, bias, y + t0 * ldy, ldy, accumulate);
     }
 }
 
@@ -246,14 +308,18 @@ void cuda_fp8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, c
         return;
     }
     cuda_quant_state *st = cuda_quant_state_of(be);
-    char *ws = (char *)cuda_quant_scratch(be, scratch, cuda_fp8_workspace_size(T, w));
-    if (!st || !ws)
+    if (!st)
         return;
-    float *own_sx = (float *)ws;
-    char *area = ws + fp8_scales_bytes(T);
+    const cuda_quant_paths paths = cuda_quant_paths_of(st);
+    cuda_qscratch qs;
+    if (!cuda_quant_scratch(be, scratch, T, w, cuda_fp8_workspace_size(&paths, T, w), &qs))
+        return;
+    float *own_sx = (float *)qs.base;
+    const size_t area_off = fp8_scales_bytes(T);
+    char *area = qs.base + area_off;
     /* the input's form: e4m3 codes for the fp8 tensor cores and for our promoted wgmma kernel,
      * their bf16 values for the exact path (cuda_qstage_mode_of says the same) */
-    const int promoted = !st->fp8_tensor_cores && st->fp8_promoted;
+    const int promoted = paths.fp8_promoted;
     const int mode = st->fp8_tensor_cores || promoted ? CUDA_QMODE_FP8 : CUDA_QMODE_FP8_BF16;
     /* the codes and scales an op producing x wrote (cuda_quant_stage.cu), else quantize here */
     const void *staged = NULL;
@@ -279,16 +345,23 @@ void cuda_fp8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, c
     if (!st->fp8_tensor_cores) {
         st->fp8_exact_calls++;
         const __nv_bfloat16 *xv = (const __nv_bfloat16 *)staged;
-        if (!fused) {
-            clef_cuda_fp8_quantize_tokens_bf16(be, T, K, x, ldx, (uint16_t *)area, own_sx);
-            xv = (const __nv_bfloat16 *)area;
+        if (!fused) { /* the code values into the hand-off's buffer when it is free and large
+                         * enough, else the bf16 staging: a BF16 matmul's rows, same size */
+            const size_t bytes = sizeof(uint16_t) * (size_t)(T * K);
+            uint16_t *values = (uint16_t *)cuda_qstage_spare(be, bytes);
+            if (!values)
+                values = (uint16_t *)cuda_staging_take(be, bytes);
+            if (!values)
+                return;
+            clef_cuda_fp8_quantize_tokens_bf16(be, T, K, x, ldx, values, own_sx);
+            xv = (const __nv_bfloat16 *)values;
         }
-        fp8_gemm_exact(be, T, w, xv, sx, bias, y, ldy, accumulate,
-                       area + cuda_quant_align(sizeof(uint16_t) * (size_t)(T * K)));
+        /* the promoted path's fallback has codes where the exact GEMM's scratch starts: past them */
+        const size_t gemm_off = promoted ? area_off + fp8_codes_bytes(T, K) : area_off;
+        fp8_gemm_exact(be, T, w, xv, sx, bias, y, ldy, accumulate, &paths, &qs, gemm_off);
         return;
     }
     const uint8_t *qx = (const uint8_t *)staged;
-    float *prod = (float *)(area + fp8_codes_bytes(T, K));
     if (!fused) {
         clef_cuda_fp8_quantize_tokens(be, T, K, x, ldx, (uint8_t *)area, own_sx);
         qx = (const uint8_t *)area;
@@ -298,5 +371,8 @@ void cuda_fp8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, c
         return;
     }
     st->fp8_epilogue_calls++;
-    fp8_gemm_epilogue(be, T, w, qx, sx, bias, y, ldy, accumulate, prod);
+    float *prod = (float *)cuda_quant_scratch_part(be, &qs, area_off + fp8_codes_bytes(T, K),
+                                                   fp8_product_bytes(T, w->rows));
+    if (prod)
+        fp8_gemm_epilogue(be, T, w, qx, sx, bias, y, ldy, accumulate, prod);
 }

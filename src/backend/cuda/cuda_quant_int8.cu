@@ -14,7 +14,9 @@
  * Layouts as in cuda_matmul.cu (TN: the only int8 layout cuBLASLt runs without its special
  * orderings): W [N, K] = column-major K x N (op T), codes [T, K] = K x T, int32 products
  * [rows, ldacc] = column-major N x rows with ldacc = N rounded up to 4.
- * Scratch: codes [T, K] | scales [T] | int32 products [chunk, ldacc]. Where the op that produced
+ * Scratch: codes [T, K] | scales [T] | (cuBLASLt only: where the backend runs no wgmma kernel
+ * the size planned includes them, else a layout no wgmma kernel runs takes them from
+ * cuda_quant_scratch_part) int32 products [chunk, ldacc]. Where the op that produced
  * x already wrote the codes and scales (the quantized hand-off, cuda_quant_stage.cu: the
  * butterfly rotation, not the exact mode) the GEMM reads those and the quantizer does not run.
  */
@@ -24,10 +26,13 @@ static int64_t acc_ld(int64_t N) { return (N + 3) / 4 * 4; }
 static size_t int8_codes_bytes(int64_t T, int64_t K) { return cuda_quant_align((size_t)(T * K)); }
 static size_t int8_scales_bytes(int64_t T) { return cuda_quant_align(sizeof(float) * (size_t)T); }
 
-size_t cuda_int8_workspace_size(int64_t T, const clef_matrix *w) {
-    int64_t ld = acc_ld(w->rows), chunk = cuda_quant_chunk_rows(ld, sizeof(int32_t)); /* >= any even chunk */
-    return int8_codes_bytes(T, w->cols) + int8_scales_bytes(T) +
-           cuda_quant_align(sizeof(int32_t) * (size_t)((T < chunk ? T : chunk) * ld));
+static size_t int8_product_bytes(int64_t T, int64_t N) {
+    int64_t ld = acc_ld(N), chunk = cuda_quant_chunk_rows(ld, sizeof(int32_t)); /* >= any even chunk */
+    return cuda_quant_align(sizeof(int32_t) * (size_t)((T < chunk ? T : chunk) * ld));
+}
+
+size_t cuda_int8_workspace_size(const cuda_quant_paths *p, int64_t T, const clef_matrix *w) {
+    return int8_codes_bytes(T, w->cols) + int8_scales_bytes(T) + (p->int8_wgmma ? 0 : int8_product_bytes(T, w->rows));
 }
 
 /* dp4a: four int8 products added to an int32 per instruction; exact in any order */
@@ -85,12 +90,15 @@ void cuda_int8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, 
         return;
     }
     cuda_quant_state *st = cuda_quant_state_of(be);
-    char *ws = (char *)cuda_quant_scratch(be, scratch, cuda_int8_workspace_size(T, w));
-    if (!st || !ws)
+    if (!st)
         return;
+    const cuda_quant_paths paths = cuda_quant_paths_of(st);
+    cuda_qscratch qs;
+    if (!cuda_quant_scratch(be, scratch, T, w, cuda_int8_workspace_size(&paths, T, w), &qs))
+        return;
+    char *ws = qs.base;
     const int8_t *qx = (const int8_t *)ws;
     const float *sx = (const float *)(ws + int8_codes_bytes(T, K));
-    int32_t *acc = (int32_t *)(ws + int8_codes_bytes(T, K) + int8_scales_bytes(T));
     /* the codes and scales an op producing x wrote (cuda_quant_stage.cu), else quantize here */
     const int mode = cuda_qstage_mode_of(be, w);
     const void *staged = NULL;
@@ -105,6 +113,10 @@ void cuda_int8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, 
     const float *sw = q->weight_scale + w->quant_row0;
     if (st->int8_wgmma && ctx->status == CLEF_OK &&
         cuda_wgmma_gemm(be, 0, st->int8_wgmma, T, N, K, qx, w->data, sx, sw, bias, y, ldy, accumulate))
+        return;
+    int32_t *acc = (int32_t *)cuda_quant_scratch_part(be, &qs, int8_codes_bytes(T, K) + int8_scales_bytes(T),
+                                                      int8_product_bytes(T, N));
+    if (!acc)
         return;
     for (int64_t t0 = 0; t0 < T && ctx->status == CLEF_OK; t0 += chunk) {
         int64_t rows = T - t0 < chunk ? T - t0 : chunk;

@@ -43,6 +43,12 @@
 /* Bytes of the product buffer of the GEMMs that need one (INT8's int32, FP8's fallback
  * fp32): the rows are done in chunks of at most this many bytes of output. */
 #define CUDA_QUANT_PRODUCT_BYTES ((size_t)128 << 20)
+/* The exact FP8 path on cuBLASLt widens the weight and multiplies it a slice of output
+ * features at a time: at most this many bytes of widened weight per slice, and of fp32
+ * products per chunk of rows of a slice (the 27B's 17408 x 5120 weight: 3 slices of 5,824
+ * features, 60 MB widened, instead of 178 MB at once). clef_backend_cuda_set_fp8_slice_bytes
+ * sets another (tests: small shapes in several slices). */
+#define CUDA_QUANT_SLICE_BYTES ((size_t)64 << 20)
 
 typedef enum cuda_qplan_kind {
     CUDA_QPLAN_FP8_OUTER = 1, /* e4m3 x e4m3 -> fp32, outer-vector scales */
@@ -61,6 +67,18 @@ typedef struct cuda_qplan {
 
 #define CUDA_QPLANS 64
 
+/* The paths a backend's settings send its quantized matmuls down: all that a matmul's
+ * scratch size depends on besides T and the weight's shape (cuda_quant_paths_of). */
+typedef struct cuda_quant_paths {
+    size_t fp8_slice_bytes; /* the exact path's slices on cuBLASLt (clef_backend_cuda_set_fp8_slice_bytes) */
+    unsigned char fp8_tc, fp8_epilogue, fp8_promoted, fp8_exact_gemm, int8_wgmma, nf4_fused;
+} cuda_quant_paths;
+/* fp8_exact_gemm: which GEMM the exact FP8 path takes */
+enum { CUDA_FP8_EXACT_CUBLASLT = 0, CUDA_FP8_EXACT_MIXED = 1, CUDA_FP8_EXACT_BF16_WGMMA = 2 };
+/* Distinct settings a backend answered matmul_workspace_size under (cuda_quant_state.seen):
+ * a scratch a caller planned by that answer was planned under one of them. */
+#define CUDA_QUANT_PATHS_SEEN 32
+
 /* What the hand-off learnt (cuda_quant_stage.cu): producer kind and row length K -> the mode
  * (and INT8's static input scale) of the matmul that read its rows. */
 #define CUDA_QSTAGE_WANTS 8
@@ -71,8 +89,12 @@ typedef struct cuda_qstage_want {
 } cuda_qstage_want;
 
 typedef struct cuda_quant_state {
-    void *scratch;            /* the formats' own scratch when the caller passes none */
+    void *scratch;            /* the formats' own scratch when the caller's cannot hold a call's */
     size_t scratch_bytes;
+    void *extra;              /* the parts a path taken at run time adds (cuda_quant_scratch_part) */
+    size_t extra_bytes;
+    cuda_quant_paths seen[CUDA_QUANT_PATHS_SEEN]; /* the settings matmul_workspace_size answered under */
+    int n_seen, seen_overflow;
     int64_t fp8_outer_calls;  /* FP8 matmuls scaled by cuBLASLt (outer-vector) */
     int64_t fp8_epilogue_calls; /* ... by the epilogue kernel (refused layouts, or forced) */
     int64_t fp8_exact_calls;  /* ... by the exact path (bf16 tensor cores on the widened codes) */
@@ -84,6 +106,7 @@ typedef struct cuda_quant_state {
     int fp8_exact_wgmma;      /* clef_backend_cuda_set_fp8_exact_wgmma: CLEF_CUDA_WGMMA_* */
     int nf4_gemm;             /* clef_backend_cuda_set_nf4_gemm: CLEF_CUDA_NF4_* */
     int fp8_promoted;         /* clef_backend_cuda_set_fp8_promoted: CLEF_CUDA_FP8_PROMOTE_* */
+    size_t fp8_slice_bytes;   /* clef_backend_cuda_set_fp8_slice_bytes (0: CUDA_QUANT_SLICE_BYTES) */
     char fp8_path_name[96];   /* clef_cuda_fp8_gemm_path's answer */
     cudaEvent_t timer[2];     /* clef_cuda_timer_start / stop, made on first use */
     /* The quantized hand-off (cuda_quant_stage.cu): on/off, what was learnt, the code buffer,
@@ -112,8 +135,28 @@ cuda_quant_state *cuda_quant_state_of(clef_backend *be);
 void cuda_quant_inherit(clef_backend *child, clef_backend *parent);
 /* Free it (cuda_backend.cu's free; accepts a context without one). */
 void cuda_quant_free(cuda_context *ctx);
-/* scratch if the caller gave one, else the state's own, grown to `bytes`; NULL on failure. */
-void *cuda_quant_scratch(clef_backend *be, void *scratch, size_t bytes);
+/* The paths the backend's settings take now; note them in the state's `seen` list
+ * (cuda_matmul_workspace_size, when it answers for a quantized matrix). */
+cuda_quant_paths cuda_quant_paths_of(const cuda_quant_state *st);
+void cuda_quant_note_paths(cuda_quant_state *st);
+
+/* A quantized matmul's scratch: `room` bytes at `base`. The caller's when what it planned
+ * (matmul_workspace_size under any setting it answered under: the least of those sizes,
+ * cuda_quant_planned_bytes) holds `need` bytes, else the state's own buffer grown to need
+ * (a setting changed since, to a path that needs more). 0 on failure (status recorded). */
+typedef struct cuda_qscratch {
+    char *base;
+    size_t room;
+} cuda_qscratch;
+int cuda_quant_scratch(clef_backend *be, void *scratch, int64_t T, const clef_matrix *w, size_t need,
+                       cuda_qscratch *out);
+/* Bytes [off, off + bytes) of it when its room holds them, else the state's second buffer
+ * (grown to bytes; it never moves the first): the part a path chosen at run time adds (the
+ * FP8 epilogue's products after cuBLASLt refused outer-vector scaling, the INT8 products where
+ * no wgmma kernel runs, ...). NULL on failure. */
+void *cuda_quant_scratch_part(clef_backend *be, const cuda_qscratch *qs, size_t off, size_t bytes);
+/* The least scratch a caller can have planned for T rows of w (see cuda_quant_scratch). */
+size_t cuda_quant_planned_bytes(clef_backend *be, int64_t T, const clef_matrix *w);
 
 /* The cached plan for these layouts (rows n this call), made on first use; NULL if
  * cuBLASLt has none for them (remembered: asked once per layout). a, b, c give the pointer
@@ -231,19 +274,26 @@ int cuda_qstage_rows(clef_backend *be, int mode, int64_t T, const float *x, int6
 void cuda_qstage_learn(clef_backend *be, int mode, const float *x, int64_t ldx, int64_t K, const float *static_scale);
 /* The mode a matmul on w quantizes its input in (CUDA_QMODE_NONE: never through the hand-off). */
 int cuda_qstage_mode_of(clef_backend *be, const clef_matrix *w);
+/* The hand-off's code buffer for a matmul quantizing standalone, when it holds `bytes` and
+ * no producer's codes in it are valid any more (a standalone quantization comes after other
+ * kernels ran, or on the call that learns its producer and has just grown the buffer to that
+ * producer's output): the quantizer then needs no buffer of its own. Else NULL. */
+void *cuda_qstage_spare(clef_backend *be, size_t bytes);
 /* Free the hand-off's buffers (cuda_quant_free). */
 void cuda_qstage_free(cuda_quant_state *st);
 
-/* Each format's matmul (backend.h's contract) and the scratch it needs for T rows. */
+/* Each format's matmul (backend.h's contract) and the scratch it needs for T rows on the
+ * paths p (the path's own, not every path's: a path taken at run time that needs more takes
+ * it from cuda_quant_scratch_part). */
 void cuda_fp8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
                      const float *bias, float *y, int64_t ldy, int accumulate, void *scratch);
-size_t cuda_fp8_workspace_size(int64_t T, const clef_matrix *w);
+size_t cuda_fp8_workspace_size(const cuda_quant_paths *p, int64_t T, const clef_matrix *w);
 void cuda_int8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
                       const float *bias, float *y, int64_t ldy, int accumulate, void *scratch);
-size_t cuda_int8_workspace_size(int64_t T, const clef_matrix *w);
+size_t cuda_int8_workspace_size(const cuda_quant_paths *p, int64_t T, const clef_matrix *w);
 void cuda_nf4_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
                      const float *bias, float *y, int64_t ldy, int accumulate, void *scratch);
-size_t cuda_nf4_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w);
+size_t cuda_nf4_workspace_size(const cuda_quant_paths *p, int64_t T, const clef_matrix *w);
 
 /* Dispatch (cuda_quant.cu), wired into the op table and cuda_matmul. */
 int cuda_supports_format(clef_backend *be, clef_wtype t);

@@ -5,7 +5,7 @@
  *
  *  - CLEF_CUDA_NF4_FUSED (where cuda_nf4_gemm_fused_supported): x rounded to bf16 (the BF16
  *    path's staging), then cuda_quant_nf4_gemm.cu's kernel reads the 4-bit codes themselves.
- *    Scratch: x in bf16 only.
+ *    Scratch: none.
  *  - CLEF_CUDA_NF4_DEQUANT (and the fused mode's other layouts): the weight is dequantized to
  *    bf16 into the matmul's scratch by one memory-bound kernel, then the BF16 path of
  *    cuda_matmul.cu runs on that copy (cuBLASLt). The bf16 copy is scratch of one matrix at a
@@ -25,9 +25,10 @@
  * large weights (0.064 ms for 17408 x 5120), where run15's kernel (each thread 4 byte loads, a
  * block-number test per element) ran at ~1.75 TB/s (0.125 ms) of the H200's ~4.8 (run16).
  *
- * Scratch (DEQUANT): bf16 weights [rows, cols] | the BF16 path's staging of x
- * (cuda_matmul_workspace_size). FUSED needs less (x only); the size reported is the larger,
- * so a RunState planned in either mode serves both.
+ * x's bf16 rows are the BF16 path's: the backend's staging buffer (where the op that produced
+ * x already wrote them, nothing converts), not the scratch. Scratch: DEQUANT the bf16 weights
+ * [rows, cols]; FUSED none (a layout the fused kernel does not run takes the bf16 weights from
+ * cuda_quant_scratch_part).
  */
 #include "backend/cuda/cuda_quant_internal.cuh"
 
@@ -199,10 +200,9 @@ static clef_matrix nf4_bf16_view(const clef_matrix *w, const void *data) {
     return b;
 }
 
-size_t cuda_nf4_workspace_size(clef_backend *be, int64_t T, const clef_matrix *w) {
-    (void)be; /* the larger (DEQUANT's) in every mode: see the file comment */
-    clef_matrix b = nf4_bf16_view(w, NULL);
-    return nf4_weight_bytes(w) + cuda_matmul_workspace_size(NULL, T, &b);
+size_t cuda_nf4_workspace_size(const cuda_quant_paths *p, int64_t T, const clef_matrix *w) {
+    (void)T;
+    return p->nf4_fused ? 0 : nf4_weight_bytes(w);
 }
 
 void cuda_nf4_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
@@ -210,20 +210,21 @@ void cuda_nf4_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, c
     cuda_quant_state *st = cuda_quant_state_of(be);
     if (!st)
         return;
+    const cuda_quant_paths paths = cuda_quant_paths_of(st);
     if (st->nf4_gemm == CLEF_CUDA_NF4_FUSED && cuda_nf4_gemm_fused_supported(w)) {
-        /* x's bf16 rows: in the scratch when given (its first T x K x 2 bytes), else staged */
-        const __nv_bfloat16 *xb = cuda_matmul_bf16_rows(be, T, x, ldx, w->cols, scratch);
+        const __nv_bfloat16 *xb = cuda_matmul_bf16_rows(be, T, x, ldx, w->cols, NULL); /* the staging */
         if (xb && cuda_nf4_gemm_fused(be, T, xb, w, bias, y, ldy, accumulate))
             return;
         if (cuda_ctx(be)->status != CLEF_OK)
             return;
     }
-    /* with no scratch given, the BF16 path stages x in its own buffer: only the weights here */
-    char *ws = (char *)cuda_quant_scratch(be, scratch, scratch ? cuda_nf4_workspace_size(be, T, w) : nf4_weight_bytes(w));
+    cuda_qscratch qs;
+    if (!cuda_quant_scratch(be, scratch, T, w, cuda_nf4_workspace_size(&paths, T, w), &qs))
+        return;
+    char *ws = (char *)cuda_quant_scratch_part(be, &qs, 0, nf4_weight_bytes(w));
     if (!ws)
         return;
     clef_cuda_nf4_dequant_bf16(be, w, (uint16_t *)ws);
     clef_matrix b = nf4_bf16_view(w, ws);
-    /* the BF16 path stages x in the rest of the scratch (or, with none given, its own) */
-    cuda_matmul(be, T, x, ldx, &b, bias, y, ldy, accumulate, scratch ? ws + nf4_weight_bytes(w) : NULL);
+    cuda_matmul(be, T, x, ldx, &b, bias, y, ldy, accumulate, NULL); /* x staged as for any BF16 matmul */
 }

@@ -137,7 +137,10 @@ static int qstage_grow(clef_backend *be, cuda_quant_state *st, size_t codes, siz
     cudaFree(st->qs_scales);
     cuda_account(be, -(ptrdiff_t)(st->qs_codes_bytes + st->qs_scales_bytes));
     st->qs_codes = NULL, st->qs_scales = NULL, st->qs_codes_bytes = st->qs_scales_bytes = 0;
-    codes = cuda_quant_align(codes + codes / 4), scales = cuda_quant_align(scales + scales / 4); /* head room */
+    /* no head room: the producers' outputs are bounded by the RunState's plan (a mixer group,
+     * QWEN35_MLP_ROWS of the MLP), so the buffer grows a few times at first and then never,
+     * and a quarter more of the SwiGLU's codes would be 0.03 GiB (bf16 values) at the 27B */
+    codes = cuda_quant_align(codes), scales = cuda_quant_align(scales);
     if (cuda_record(be, cudaMalloc(&st->qs_codes, codes), "quantized hand-off codes") != CLEF_OK)
         return 0;
     if (cuda_record(be, cudaMalloc((void **)&st->qs_scales, scales), "quantized hand-off scales") != CLEF_OK) {
@@ -172,6 +175,14 @@ void cuda_qstage_learn(clef_backend *be, int mode, const float *x, int64_t ldx, 
     st->wants[slot].kind = ctx->qp_kind, st->wants[slot].mode = mode, st->wants[slot].K = K;
     st->wants[slot].static_scale = static_scale;
     qstage_grow(be, st, (size_t)n * qmode_code_bytes(mode), sizeof(float) * (size_t)(n / K));
+}
+
+void *cuda_qstage_spare(clef_backend *be, size_t bytes) {
+    cuda_quant_state *st = cuda_ctx(be)->quant;
+    if (!st || !st->qs_codes || bytes > st->qs_codes_bytes || cuda_qstage_valid(be) || cuda_ctx(be)->status != CLEF_OK)
+        return NULL;
+    st->held_src = NULL; /* stale already; the caller's kernel is about to write over it */
+    return st->qs_codes;
 }
 
 void cuda_qstage_free(cuda_quant_state *st) {
