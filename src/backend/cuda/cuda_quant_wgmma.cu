@@ -637,6 +637,9 @@ static int wg_launch_pingpong(clef_backend *be, int64_t T, int64_t N, int64_t K,
     if (CL > 1) {
         static int clusters = 0, dev = -1; /* per device: the kernel and its shared memory fixed */
         if (dev != ctx->device) {
+            /* the query once, outside a recording (the direct run after a refused one makes it) */
+            if (cuda_capture_refuse(be, "the multicast GEMM's first cluster count"))
+                return 0;
             cfg.gridDim = dim3((unsigned)(CL * groups));
             if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
                 cudaGetLastError();
