@@ -421,7 +421,9 @@ static int run_nf4_gemm(clef_backend *be, int is27, int reps) {
 
 /* ---- the wgmma kernels vs cuBLASLt --------------------------------------------------------------- */
 
-#define N_WG (1 + CLEF_CUDA_WGMMA_LAST) /* cuBLASLt, then each wgmma variant */
+/* cuBLASLt, then each wgmma variant: INT8's (the persistent and ping-pong kernels too), exact FP8's */
+#define N_WG (1 + CLEF_CUDA_WGMMA_INT8_LAST)
+#define N_WG_FP8 (1 + CLEF_CUDA_WGMMA_LAST)
 
 /* GEMM-only time of one int8 kernel: CLEF_CUDA_WGMMA_OFF = cuBLASLt (int32 out), else that
  * wgmma variant (int32 out) */
@@ -464,15 +466,26 @@ static int run_wgmma(clef_backend *be, int is27, int reps) {
     }
     int bad = 0;
     for (int fp8 = 0; fp8 < 2; fp8++) {
-        if (!fp8)
+        const int nv = fp8 ? N_WG_FP8 : N_WG; /* cuBLASLt + the variants this table times */
+        if (!fp8) {
             printf("\nINT8: the GEMM alone (int32 out) on cuBLASLt and on wgmma variants 1 (128 x 128 tiles), 2 (128 x 256, "
-                   "two m64n128 per slice), 3 (128 x 256, one m64n256), 4 (3 in clusters of two, the weight multicast); "
-                   "then the whole INT8 matmul on each and on the default (auto: w1 for small products)\n\n"
-                   "| model | linear | N x K | T | bf16 matmul ms | TFLOP/s | cuBLASLt ms | TOPS | w1 ms | TOPS | w2 ms | "
-                   "TOPS | w3 ms | TOPS | w4 ms | TOPS | sums = cuBLASLt's | matmul cuBLASLt ms | w1 ms | w2 ms | w3 ms | "
-                   "w4 ms | auto ms | best TFLOP/s |\n"
-                   "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-        else
+                   "two m64n128 per slice), 3 (128 x 256, one m64n256), 4 (3 in clusters of two, the weight multicast), "
+                   "5 (3 persistent), 6 (1 persistent), 7 (ping-pong, 128 x 128 a warpgroup), 8 (ping-pong, 64 x 256 a "
+                   "warpgroup), 9 (7 in clusters of two, the weight multicast); then the whole INT8 matmul on each and on the default (auto)\n\n"
+                   "| model | linear | N x K | T | bf16 matmul ms | TFLOP/s | cuBLASLt ms | TOPS |");
+            for (int k = 1; k < nv; k++)
+                printf(" w%d ms | TOPS |", k);
+            printf(" sums = cuBLASLt's | matmul cuBLASLt ms |");
+            for (int k = 1; k < nv; k++)
+                printf(" w%d ms |", k);
+            printf(" auto ms | best TFLOP/s |\n|---|---|---|---|---|---|---|---|");
+            for (int k = 1; k < nv; k++)
+                printf("---|---|");
+            printf("---|---|");
+            for (int k = 1; k < nv; k++)
+                printf("---|");
+            printf("---|---|\n");
+        } else
             printf("\nFP8 exact path (bf16 code values, fp32 sums): the whole matmul on cuBLASLt's BF16 GEMM and on bf16 "
                    "wgmma variants 1-4 (scaling fused)\n\n"
                    "| model | linear | N x K | T | bf16 matmul ms | TFLOP/s | exact cuBLASLt ms | TFLOP/s | w1 ms | w2 ms | "
@@ -491,7 +504,7 @@ static int run_wgmma(clef_backend *be, int is27, int reps) {
                 const double fl = 2.0 * (double)N * (double)K * (double)T / 1e9;
                 double bf = time_matmul(be, reps, T, x, K, &wb.m, y, times), g[N_WG] = {0}, m[N_WG + 1], best = 1e30;
                 const char *same = "-";
-                for (int k = 0; k < N_WG && !fp8; k++) {
+                for (int k = 0; k < nv && !fp8; k++) {
                     g[k] = time_i8_gemm(be, reps, k, T, N, K, qx, wq.m.data, acc, ld, times);
                     if (T <= 2270 && g[k] >= 0) { /* this kernel's sums vs cuBLASLt's */
                         int32_t *h = k ? h1 : h0;
@@ -503,8 +516,8 @@ static int run_wgmma(clef_backend *be, int is27, int reps) {
                             same = "yes";
                     }
                 }
-                for (int k = 0; k <= N_WG; k++) { /* k = N_WG: the default, CLEF_CUDA_WGMMA_AUTO */
-                    const int v = k < N_WG ? k : CLEF_CUDA_WGMMA_AUTO;
+                for (int k = 0; k <= nv; k++) { /* k = nv: the default, CLEF_CUDA_WGMMA_AUTO */
+                    const int v = k < nv ? k : CLEF_CUDA_WGMMA_AUTO;
                     if (fp8)
                         clef_backend_cuda_set_fp8_exact_wgmma(be, v);
                     else
@@ -515,20 +528,23 @@ static int run_wgmma(clef_backend *be, int is27, int reps) {
                 clef_backend_cuda_set_fp8_exact_wgmma(be, CLEF_CUDA_WGMMA_OFF);
                 clef_backend_cuda_set_int8_wgmma(be, CLEF_CUDA_WGMMA_OFF);
                 int failed = bf < 0;
-                for (int k = 0; k < N_WG; k++)
-                    failed |= g[k] < 0 || m[k] < 0;
-                failed |= m[N_WG] < 0;
+                for (int k = 0; k < nv; k++)
+                    failed |= (!fp8 && g[k] < 0) || m[k] < 0;
+                failed |= m[nv] < 0;
                 if (failed) {
                     fprintf(stderr, "wgmma bench: %s T=%lld: %s\n", sh[i].name, (long long)T, clef_last_error());
                     return 1;
                 }
-                if (!fp8)
-                    printf("| %s | %s | %lld x %lld | %lld | %.3f | %.0f | %.3f | %.0f | %.3f | %.0f | %.3f | %.0f | %.3f | "
-                           "%.0f | %.3f | %.0f | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.0f |\n",
-                           is27 ? "27B" : "9B", sh[i].name, (long long)N, (long long)K, (long long)T, bf, fl / bf, g[0],
-                           fl / g[0], g[1], fl / g[1], g[2], fl / g[2], g[3], fl / g[3], g[4], fl / g[4], same, m[0],
-                           m[1], m[2], m[3], m[4], m[5], fl / best);
-                else
+                if (!fp8) {
+                    printf("| %s | %s | %lld x %lld | %lld | %.3f | %.0f |", is27 ? "27B" : "9B", sh[i].name,
+                           (long long)N, (long long)K, (long long)T, bf, fl / bf);
+                    for (int k = 0; k < nv; k++)
+                        printf(" %.3f | %.0f |", g[k], fl / g[k]);
+                    printf(" %s |", same);
+                    for (int k = 0; k <= nv; k++)
+                        printf(" %.3f |", m[k]);
+                    printf(" %.0f |\n", fl / best);
+                } else
                     printf("| %s | %s | %lld x %lld | %lld | %.3f | %.0f | %.3f | %.0f | %.3f | %.3f | %.3f | %.3f | %.3f | "
                            "%.0f |\n",
                            is27 ? "27B" : "9B", sh[i].name, (long long)N, (long long)K, (long long)T, bf, fl / bf, m[0],

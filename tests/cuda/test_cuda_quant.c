@@ -41,9 +41,11 @@
  *        bit-identical to clef_int8_matmul_rows on the same codes (butterfly) and to the CPU
  *        backend's matmul (exact mode); vs float64 of its arithmetic: relative L2 <= 1e-6
  *        (two fp32 roundings in the epilogue). A static input_scale: codes as computed here.
- *        The wgmma GEMMs (each variant): their int32 sums equal the CPU's, and their matmul
- *        (scaling fused) the CPU's bits; at the 9B / 27B linear shapes (odd T) its sums equal
- *        cuBLASLt's everywhere and the CPU's on three rows, its matmul the cuBLASLt path's.
+ *        The wgmma GEMMs (each variant, the persistent and ping-pong ones too): their int32
+ *        sums equal the CPU's, and their matmul (scaling fused) the CPU's bits; at the 9B / 27B
+ *        linear shapes (odd T; 1,501 rows: many tiles a block for the persistent kernels) its
+ *        sums equal cuBLASLt's everywhere and the CPU's on three rows, its matmul the
+ *        cuBLASLt path's.
  *  Hand-off (cuda_quant_stage.cu): RMSNorm, gated RMSNorm, SwiGLU and the attention output
  *        gate writing the next FP8 (codes or bf16 values) / INT8 ConvRot matmul's codes:
  *        codes and scales bit-identical to the standalone quantizer on the producer's own
@@ -420,7 +422,7 @@ static void test_int8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bi
         }
     printf("int8 gemm int32  %-40s accumulations differing from the CPU's: %lld\n", shape, (long long)acc_diff);
     CHECK_MSG(acc_diff == 0, "int8 gemm %s: int32 accumulations differ from the CPU's", shape);
-    for (int v = CLEF_CUDA_WGMMA_128; v <= CLEF_CUDA_WGMMA_LAST; v++) { /* each wgmma kernel's sums (16 | K here) */
+    for (int v = CLEF_CUDA_WGMMA_128; v <= CLEF_CUDA_WGMMA_INT8_LAST; v++) { /* each wgmma kernel's sums (16 | K here) */
         CHECK_EQ_INT(clef_cuda_int8_gemm_i32_wgmma(gpu, v, T, N, K, qfd, (const int8_t *)qwd + row0 * K, accd,
                                                    ldacc), CLEF_OK);
         memset(acc, 0x7f, sizeof(int32_t) * (size_t)(T * ldacc));
@@ -446,7 +448,7 @@ static void test_int8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bi
     double *ref = malloc(sizeof(double) * (size_t)(T * N));
     /* exact and butterfly rotations with cuBLASLt's GEMM, then the butterfly on each wgmma
      * kernel (fused scaling): the same bits as the CPU each time */
-    for (int r = 0; r < 2 + CLEF_CUDA_WGMMA_LAST; r++) { /* r >= 1 reuse the butterfly's ref */
+    for (int r = 0; r < 2 + CLEF_CUDA_WGMMA_INT8_LAST; r++) { /* r >= 1 reuse the butterfly's ref */
         const int exact = r == 0, wgmma = r >= 2 ? r - 1 : CLEF_CUDA_WGMMA_OFF;
         char mode[32];
         snprintf(mode, sizeof mode, "%s%s", exact ? "exact" : "butterfly", wgmma ? " wgmma" : "");
@@ -548,7 +550,7 @@ static void test_int8_wgmma_large(int64_t T, int64_t N, int64_t K) {
         }
     printf("int8 wgmma       %-40s cuBLASLt's sums vs the CPU's (3 rows): %lld differing\n", shape, (long long)cpu_diff);
     CHECK_MSG(cpu_diff == 0, "int8 gemm %s: cuBLASLt's sums differ from the CPU's", shape);
-    for (int tile = CLEF_CUDA_WGMMA_128; tile <= CLEF_CUDA_WGMMA_LAST; tile++) { /* variants */
+    for (int tile = CLEF_CUDA_WGMMA_128; tile <= CLEF_CUDA_WGMMA_INT8_LAST; tile++) { /* variants */
         memset(acc, 0x7f, sizeof(int32_t) * (size_t)(T * ldacc));
         clef_backend_write(gpu, accd, acc, sizeof(int32_t) * (size_t)(T * ldacc));
         CHECK_EQ_INT(clef_cuda_int8_gemm_i32_wgmma(gpu, tile, T, N, K, qxd, qwd, accd, ldacc), CLEF_OK);
@@ -579,8 +581,8 @@ static void test_int8_wgmma_large(int64_t T, int64_t N, int64_t K) {
     clef_quant qdev = {.u.int8_convrot = {.weight_scale = swd, .rotation_group = 256}};
     clef_matrix w = {.type = CLEF_WTYPE_INT8_CONVROT, .rows = N, .cols = K, .ld = K, .data = qwd, .quant = &qdev};
     for (int acc_mode = 0; acc_mode < 2; acc_mode++)
-        for (int v = CLEF_CUDA_WGMMA_OFF; v <= CLEF_CUDA_WGMMA_LAST + 1; v++) { /* + 1: the default, auto */
-            const int tile = v <= CLEF_CUDA_WGMMA_LAST ? v : CLEF_CUDA_WGMMA_AUTO;
+        for (int v = CLEF_CUDA_WGMMA_OFF; v <= CLEF_CUDA_WGMMA_INT8_LAST + 1; v++) { /* + 1: the default, auto */
+            const int tile = v <= CLEF_CUDA_WGMMA_INT8_LAST ? v : CLEF_CUDA_WGMMA_AUTO;
             clef_backend_cuda_set_int8_wgmma(gpu, tile);
             clef_backend_write(gpu, yd, y0, sizeof(float) * (size_t)(T * ldy));
             clef_matmul(gpu, T, xd, K, &w, acc_mode ? bd : NULL, yd, ldy, acc_mode);
@@ -1112,8 +1114,8 @@ static void test_refusals(void) {
     clef_backend_free(g);
 }
 
-/* argv[1] = "nf4", "fp8" or "fused": the NF4, the FP8 or the quantizer hand-off's checks alone (a
- * short device run); none: everything */
+/* argv[1] = "nf4", "fp8", "int8" or "fused": the NF4, the FP8, the INT8 or the quantizer
+ * hand-off's checks alone (a short device run); none: everything */
 int main(int argc, char **argv) {
     test_mixed = argc > 1 && !strcmp(argv[1], "fp8-mixed");
     const int fp8_only = argc > 1 && (!strcmp(argv[1], "fp8") || test_mixed);
@@ -1133,9 +1135,11 @@ int main(int argc, char **argv) {
         clef_backend_free(cpu);
         return test_summary();
     }
-    const int nf4_only = argc > 1 && !strcmp(argv[1], "nf4");
+    const int nf4_only = argc > 1 && !strcmp(argv[1], "nf4"), int8_only = argc > 1 && !strcmp(argv[1], "int8");
     if (nf4_only)
         goto nf4;
+    if (int8_only)
+        goto int8;
     if (!fp8_only)
         test_fused_all();
     test_fp8(1, 64, 256, 0, 0, 0);
@@ -1151,6 +1155,7 @@ int main(int argc, char **argv) {
         clef_backend_free(cpu);
         return test_summary();
     }
+int8:
     test_int8(1, 64, 256, 0, 0, 0);
     test_int8(37, 203, 512, 5, 1, 1);
     test_int8(300, 1024, 4096, 0, 0, 1);
@@ -1160,6 +1165,12 @@ int main(int argc, char **argv) {
     test_int8_wgmma_large(77, 12288, 4096);   /* 9B gate / up */
     test_int8_wgmma_large(301, 4096, 12288);  /* 9B down */
     test_int8_wgmma_large(1, 1024, 5120);     /* 27B k / v, one token */
+    test_int8_wgmma_large(1501, 17408, 5120); /* persistent kernels: many tiles a block, a part group of slabs */
+    if (int8_only) {
+        clef_backend_free(gpu);
+        clef_backend_free(cpu);
+        return test_summary();
+    }
 nf4:
     test_nf4(1, 64, 256, 0, 1, 0, 0);
     test_nf4(37, 200, 512, 3, 1, 1, 1);

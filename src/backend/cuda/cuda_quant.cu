@@ -433,9 +433,9 @@ static int wgmma_variant(int v) {
 extern "C" void clef_backend_cuda_set_int8_wgmma(clef_backend *be, int variant) {
     cuda_quant_state *st = cuda_quant_state_of(be);
     cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
-    if (st) {
-        st->int8_wgmma = wgmma_variant(variant);
-    }
+    if (st) /* INT8 also takes its own variants, the persistent and ping-pong kernels */
+        st->int8_wgmma =
+            variant > CLEF_CUDA_WGMMA_LAST && variant <= CLEF_CUDA_WGMMA_INT8_LAST ? variant : wgmma_variant(variant);
 }
 
 extern "C" void clef_backend_cuda_set_fp8_exact_wgmma(clef_backend *be, int variant) {

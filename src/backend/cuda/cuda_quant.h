@@ -74,7 +74,8 @@ void clef_cuda_convrot_quantize_tokens(clef_backend *be, int64_t T, int64_t K, c
 void clef_cuda_int8_gemm_i32(clef_backend *be, int64_t T, int64_t N, int64_t K, const int8_t *qx,
                              const int8_t *qw, int32_t *acc, int64_t ldacc);
 
-/* The wgmma GEMM kernels (cuda_quant_wgmma.cu, sm_90a), by tile: 128 tokens x
+/* The wgmma GEMM kernels (cuda_quant_wgmma.cu, sm_90a), by tile (and, INT8 only, the
+ * persistent and ping-pong kernels below): 128 tokens x
  *   CLEF_CUDA_WGMMA_128        128 outputs (m64n128 instructions), one block per SM
  *   CLEF_CUDA_WGMMA_256_SPLIT  256 outputs, each slice two m64n128 instructions
  *   CLEF_CUDA_WGMMA_256        256 outputs, one m64n256 instruction per slice
@@ -88,10 +89,25 @@ enum {
     CLEF_CUDA_WGMMA_256_SPLIT = 2,
     CLEF_CUDA_WGMMA_256 = 3,
     CLEF_CUDA_WGMMA_256_MC = 4,
-    CLEF_CUDA_WGMMA_LAST = CLEF_CUDA_WGMMA_256_MC,
+    CLEF_CUDA_WGMMA_LAST = CLEF_CUDA_WGMMA_256_MC, /* the last of those both INT8 and exact FP8 take */
+    /* INT8 only: one block per SM walking the tiles (the next tile's loads under the previous
+     * one's epilogue, tiles in groups of 8 weight slabs for L2), 128 x 256 (m64n256) or
+     * 128 x 128 tiles */
+    CLEF_CUDA_WGMMA_256_PERSIST = 5,
+    CLEF_CUDA_WGMMA_128_PERSIST = 6,
+    /* INT8 only, persistent, ping-pong: each consumer warpgroup makes whole tiles, the two
+     * taking turns, one's epilogue under the other's wgmmas; a warpgroup's tile 128 x 128 or
+     * 64 x 256 */
+    CLEF_CUDA_WGMMA_PP_128 = 7,
+    CLEF_CUDA_WGMMA_PP_64X256 = 8,
+    /* PP_128 in clusters of two blocks, each loading half of the weight's slab for both (TMA
+     * multicast) */
+    CLEF_CUDA_WGMMA_PP_128_MC = 9,
+    CLEF_CUDA_WGMMA_INT8_LAST = CLEF_CUDA_WGMMA_PP_128_MC,
     /* for INT8 (the backend's default), per call: 128 x 128 tiles where 128 x 256 ones would
-     * make fewer than 2.5 waves over the SMs (few tokens, narrow outputs), else 128 x 256
-     * (CLEF_CUDA_WGMMA_256); for the exact FP8 path always CLEF_CUDA_WGMMA_256 (fp32 sums: one
+     * make fewer than 2.5 waves over the SMs (few tokens, narrow outputs), else by layout
+     * CLEF_CUDA_WGMMA_256_PERSIST (K > 8,192) or CLEF_CUDA_WGMMA_PP_128_MC (every INT8 variant
+     * gives the same bits); for the exact FP8 path always CLEF_CUDA_WGMMA_256 (fp32 sums: one
      * kernel for every row count keeps a row's result independent of its batch) */
     CLEF_CUDA_WGMMA_AUTO = 100,
     /* the exact FP8 path only (cuda_quant_fp8_exact_wgmma.cu): the weight's e4m3 codes widened

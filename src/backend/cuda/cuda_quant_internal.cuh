@@ -17,9 +17,9 @@
 
 /* The GEMMs the INT8 and exact FP8 matmuls take by default (CLEF_CUDA_WGMMA_*; where a wgmma
  * kernel cannot run, cuBLASLt). INT8: CLEF_CUDA_WGMMA_AUTO, i.e. 128 x 128 tiles for small
- * products and CUDA_QUANT_WGMMA_LARGE for the rest (exact integers, the cuBLASLt path's bits;
- * per 27B / 9B forward of linears 0.82-1.02x the cuBLASLt path's time at 298-12,016 tokens on
- * an H200, run15, bench/RESULTS.md). Exact FP8: cuBLASLt's BF16 GEMM on the widened weight.
+ * products and the persistent / ping-pong kernels for the rest (CUDA_QUANT_INT8_WGMMA_*
+ * below; exact integers, the cuBLASLt path's bits; per 27B forward of linears 0.80-0.95x the
+ * cuBLASLt path's time at 298-12,016 tokens on an H200, run17_i8, bench/RESULTS.md). Exact FP8: cuBLASLt's BF16 GEMM on the widened weight.
  * The kernel meant to replace it (CLEF_CUDA_WGMMA_FP8_MIXED: the codes widened in registers,
  * no widened copy, no product round trip) compiles but has not run on a GPU yet (run16_mixed
  * in bench/RESULTS.md): opt-in until `test_cuda_quant fp8-mixed` passes and the gemm bench
@@ -32,6 +32,12 @@
  * backbone record, run16; docs/cuda.md, "Why FP8 defaults to the exact path"). */
 #define CUDA_QUANT_FP8_PROMOTED_DEFAULT CLEF_CUDA_FP8_PROMOTE_OFF
 #define CUDA_QUANT_WGMMA_LARGE CLEF_CUDA_WGMMA_256
+/* CLEF_CUDA_WGMMA_AUTO's INT8 kernels (cuda_quant_wgmma.cu, wg_resolve): products of fewer
+ * than 2.5 waves of 128 x 256 tiles; the rest with K > 8,192; the others (H200 run17_i8: per
+ * 27B forward of linears 0.88-0.95x run15's choice at 1,502-12,016 rows) */
+#define CUDA_QUANT_INT8_WGMMA_SMALL CLEF_CUDA_WGMMA_128
+#define CUDA_QUANT_INT8_WGMMA_LONG_K CLEF_CUDA_WGMMA_256_PERSIST
+#define CUDA_QUANT_INT8_WGMMA_LARGE CLEF_CUDA_WGMMA_PP_128_MC
 /* NF4 matmuls' GEMM by default (clef_backend_cuda_set_nf4_gemm): the vectorized dequantization
  * (~3.5 TB/s) + cuBLASLt. The fused kernel (mma.sync, ~120-240 TFLOP/s) measured 1.3-3.5x that
  * path's time on every 27B linear at 298-12,016 rows (H200 run16, bench/RESULTS.md), and the

@@ -31,6 +31,10 @@
  * from L2 is a limit (48 KB per 8.4 M multiply-adds for a 128 x 256 tile: ~6 TB/s at 1,000
  * TOPS): the cluster variant multicasts the weight's slab to two blocks, 32 KB per block
  * (measured slower as written, H200 run15: not a default).
+ * INT8 also has persistent kernels (k_wgmma_persistent: one block per SM walking tiles, the
+ * next tile's loads under the epilogue) and ping-pong ones (k_wgmma_pingpong: each consumer
+ * warpgroup a whole tile, one's epilogue under the other's wgmmas; optionally the weight
+ * multicast over two blocks), the large products' defaults since run17_i8 (wg_resolve).
  * Operands in shared memory: K-major (both x and the weight are [rows, K] row-major, as
  * stored; wgmma has no other layout for 8-bit types), each row 128 bytes, the 16-byte chunks of
  * row r permuted by r mod 8 (TMA's 128-byte swizzle, which is wgmma's canonical 128B-swizzled
@@ -44,6 +48,8 @@
  * runtime's driver entry point: no link against libcuda) and passed by value.
  */
 #include "backend/cuda/cuda_wgmma.cuh"
+
+#include <stdlib.h>
 
 /* The operand types: int8 codes (int32 sums) or the bf16 values of e4m3 codes (fp32 sums). */
 struct wg_s8 {
@@ -167,6 +173,61 @@ __device__ __forceinline__ float wg_scale(int32_t v, float st, float swn) {
 }
 __device__ __forceinline__ float wg_scale(float v, float st, float swn) { return __fmul_rn(__fmul_rn(v, st), swn); }
 
+/* The epilogue of one consumer warpgroup: its 64 rows (from m0w) x NB WN columns (from n0) of
+ * sums d, scaled and stored (FUSED) or stored as int32. d[nb][4 j + 2 h + e] is row
+ * m0w + 16 warp + lane / 4 + 8 h, column n0 + nb WN + 8 j + 2 (lane % 4) + e (wgmma's
+ * accumulator layout). */
+template <class OP, int NB, int WN, bool FUSED>
+__device__ __forceinline__ void wg_epilogue(const typename OP::acc_t (&d)[NB][WN / 2], const wg_out &out, int m0w,
+                                            int n0, int T, int N) {
+    typedef typename OP::acc_t acc_t;
+    const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    const int row_base = m0w + warp * 16 + lane / 4;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int t = row_base + 8 * h;
+        if (t >= T)
+            continue;
+        const float st = FUSED ? out.sx[t] : 0.0f;
+#pragma unroll
+        for (int nb = 0; nb < NB; nb++)
+#pragma unroll
+            for (int j = 0; j < WN / 8; j++) {
+                const int n = n0 + nb * WN + 8 * j + 2 * (lane % 4);
+                const acc_t v0 = d[nb][4 * j + 2 * h], v1 = d[nb][4 * j + 2 * h + 1];
+                if constexpr (!FUSED) {
+                    int32_t *o = out.acc + (int64_t)t * out.ldacc + n;
+                    if (n < N)
+                        o[0] = (int32_t)v0;
+                    if (n + 1 < N)
+                        o[1] = (int32_t)v1;
+                } else {
+                    float *o = out.y + (int64_t)t * out.ldy + n;
+                    if (out.pairs && n + 1 < N) {
+                        float r0 = wg_scale(v0, st, out.sw[n]), r1 = wg_scale(v1, st, out.sw[n + 1]);
+                        if (out.bias)
+                            r0 = __fadd_rn(r0, out.bias[n]), r1 = __fadd_rn(r1, out.bias[n + 1]);
+                        if (out.accumulate) {
+                            float2 old = *(const float2 *)o;
+                            r0 = __fadd_rn(old.x, r0), r1 = __fadd_rn(old.y, r1);
+                        }
+                        *(float2 *)o = make_float2(r0, r1);
+                    } else {
+#pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            if (n + e >= N)
+                                break;
+                            float r = wg_scale(e ? v1 : v0, st, out.sw[n + e]);
+                            if (out.bias)
+                                r = __fadd_rn(r, out.bias[n + e]);
+                            o[e] = out.accumulate ? __fadd_rn(o[e], r) : r;
+                        }
+                    }
+                }
+            }
+    }
+}
+
 /* CL = 2: blocks in clusters of two along the tokens (the same weight columns): each loads
  * half of the weight's slab and the copy engine writes it into both, halving the weight's
  * traffic from L2; a stage is refilled once the consumers of both blocks are done with it. */
@@ -217,7 +278,7 @@ __global__ void __launch_bounds__(wg_cfg<BM, BN>::THREADS, 1)
         }
     } else { /* consumers */
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(C::CONSUMER_REGS));
-        const int cw = wg - 1, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+        const int cw = wg - 1, lane = threadIdx.x % 32;
         acc_t d[NB][NR];
 #pragma unroll
         for (int nb = 0; nb < NB; nb++)
@@ -250,50 +311,250 @@ __global__ void __launch_bounds__(wg_cfg<BM, BN>::THREADS, 1)
         }
         wgmma_wait<0>();
 
-        /* d[nb][4 j + 2 h + e] is row 16 warp + lane / 4 + 8 h, column nb WN + 8 j + 2 (lane % 4) + e */
-        const int row_base = m0 + cw * 64 + warp * 16 + lane / 4;
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int t = row_base + 8 * h;
-            if (t >= T)
-                continue;
-            const float st = FUSED ? out.sx[t] : 0.0f;
+        wg_epilogue<OP, NB, WN, FUSED>(d, out, m0 + cw * 64, n0, T, N);
+    }
+    if constexpr (CL > 1) { /* no block leaves while its peer may still write into it or arrive on its barriers */
+        __syncwarp();
+        cluster_sync();
+    }
+}
+
+/* The persistent kernels (CLEF_CUDA_WGMMA_*_PERSIST, INT8): one block per SM walks the tiles
+ * blockIdx.x, blockIdx.x + gridDim.x, ... with one ring of stages across its tiles, so the
+ * producer loads the next tile's first stages while the consumers run the previous tile's
+ * epilogue, and no block launch or pipeline fill sits between tiles. Tile order (wg_tile_at):
+ * groups of WG_GROUP_N column tiles; in a group the column tile varies fastest, then the row
+ * tile, so the tiles in flight at once cover a band of about WG_GROUP_N weight slabs x 16 row
+ * slabs, which L2 keeps (the grid of k_wgmma_gemm, rows fastest, re-reads all of x for every
+ * weight slab once x outgrows L2: 8,192 rows x 17,408 of K is 142 MB). The sums of a tile are
+ * those of k_wgmma_gemm (same stages, same wgmmas in the same order). */
+#define WG_GROUP_N 8
+
+__device__ __forceinline__ void wg_tile_at(int tile, int mt, int nt, int &mi, int &ni) {
+    const int per_group = WG_GROUP_N * mt, g = tile / per_group, in = tile - g * per_group;
+    const int n_first = g * WG_GROUP_N, width = min(WG_GROUP_N, nt - n_first);
+    mi = in / width;
+    ni = n_first + in % width;
+}
+
+template <class OP, int BN, int WN, bool FUSED>
+__global__ void __launch_bounds__(wg_cfg<128, BN>::THREADS, 1)
+    k_wgmma_persistent(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w, int T,
+                       int N, int K, wg_out out) {
+    constexpr int BM = 128;
+    typedef wg_cfg<BM, BN> C;
+    typedef typename OP::acc_t acc_t;
+    constexpr int NB = BN / WN, NR = WN / 2, BK = WG_ROW / OP::ELEM;
+    extern __shared__ uint8_t smem_raw[];
+    const uint32_t raw = smem_u32(smem_raw);
+    uint8_t *smem = smem_raw + ((1024 - (raw & 1023)) & 1023);
+    uint8_t *sa = smem, *sb = smem + C::STAGES * C::A_BYTES;
+    uint64_t *full = (uint64_t *)(sb + C::STAGES * C::B_BYTES), *empty = full + C::STAGES;
+    const int mt = (T + BM - 1) / BM, nt = (N + BN - 1) / BN, tiles = mt * nt, nk = (K + BK - 1) / BK;
+    const int wg = threadIdx.x / 128;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < C::STAGES; s++) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], 4 * C::CONSUMERS); /* lane 0 of each consumer warp */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    }
+    __syncthreads();
+
+    /* it counts the stage uses of this block over all its tiles: stage it % STAGES, its
+     * (it / STAGES)-th fill; producer and consumers walk the same tiles, so the same count */
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(C::PRODUCER_REGS));
+        if (threadIdx.x == 0) {
+            uint32_t it = 0;
+            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+                int mi, ni;
+                wg_tile_at(tile, mt, nt, mi, ni);
+                for (int kb = 0; kb < nk; kb++, it++) {
+                    const uint32_t s = it % C::STAGES;
+                    if (it >= (uint32_t)C::STAGES) /* its previous fill consumed */
+                        mbar_wait(&empty[s], (it / C::STAGES - 1) & 1);
+                    mbar_expect_tx(&full[s], (uint32_t)(C::A_BYTES + C::B_BYTES));
+                    tma_load_2d(sa + s * C::A_BYTES, &map_x, &full[s], kb * BK, mi * BM);
+                    tma_load_2d(sb + s * C::B_BYTES, &map_w, &full[s], kb * BK, ni * BN);
+                }
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(C::CONSUMER_REGS));
+        const int cw = wg - 1, lane = threadIdx.x % 32;
+        uint32_t it = 0;
+        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            int mi, ni;
+            wg_tile_at(tile, mt, nt, mi, ni);
+            acc_t d[NB][NR];
 #pragma unroll
             for (int nb = 0; nb < NB; nb++)
 #pragma unroll
-                for (int j = 0; j < WN / 8; j++) {
-                    const int n = n0 + nb * WN + 8 * j + 2 * (lane % 4);
-                    const acc_t v0 = d[nb][4 * j + 2 * h], v1 = d[nb][4 * j + 2 * h + 1];
-                    if constexpr (!FUSED) {
-                        int32_t *o = out.acc + (int64_t)t * out.ldacc + n;
-                        if (n < N)
-                            o[0] = (int32_t)v0;
-                        if (n + 1 < N)
-                            o[1] = (int32_t)v1;
-                    } else {
-                        float *o = out.y + (int64_t)t * out.ldy + n;
-                        if (out.pairs && n + 1 < N) {
-                            float r0 = wg_scale(v0, st, out.sw[n]), r1 = wg_scale(v1, st, out.sw[n + 1]);
-                            if (out.bias)
-                                r0 = __fadd_rn(r0, out.bias[n]), r1 = __fadd_rn(r1, out.bias[n + 1]);
-                            if (out.accumulate) {
-                                float2 old = *(const float2 *)o;
-                                r0 = __fadd_rn(old.x, r0), r1 = __fadd_rn(old.y, r1);
-                            }
-                            *(float2 *)o = make_float2(r0, r1);
-                        } else {
+                for (int i = 0; i < NR; i++)
+                    d[nb][i] = 0;
+            for (int kb = 0; kb < nk; kb++, it++) {
+                const uint32_t s = it % C::STAGES;
+                mbar_wait(&full[s], (it / C::STAGES) & 1);
+                const uint32_t a = smem_u32(sa + s * C::A_BYTES) + (uint32_t)(cw * 64 * WG_ROW);
+                const uint32_t b = smem_u32(sb + s * C::B_BYTES);
+                wgmma_fence();
 #pragma unroll
-                            for (int e = 0; e < 2; e++) {
-                                if (n + e >= N)
-                                    break;
-                                float r = wg_scale(e ? v1 : v0, st, out.sw[n + e]);
-                                if (out.bias)
-                                    r = __fadd_rn(r, out.bias[n + e]);
-                                o[e] = out.accumulate ? __fadd_rn(o[e], r) : r;
-                            }
-                        }
-                    }
+                for (int kk = 0; kk < WG_ROW / 32; kk++) {
+                    const uint64_t da = wg_desc(a + 32 * kk);
+#pragma unroll
+                    for (int nb = 0; nb < NB; nb++)
+                        wg_mma<OP, WN>(d[nb], da, wg_desc(b + (uint32_t)(nb * WN * WG_ROW) + 32 * kk));
                 }
+                wgmma_commit();
+                wgmma_wait<1>(); /* the previous stage's wgmmas are done with it: give it back */
+                if (kb > 0 && lane == 0)
+                    mbar_arrive(&empty[(it - 1) % C::STAGES]);
+            }
+            wgmma_wait<0>(); /* the tile's last stage, given back before the epilogue: the
+                              * producer refills it for the next tile meanwhile */
+            if (nk > 0 && lane == 0)
+                mbar_arrive(&empty[(it - 1) % C::STAGES]);
+            wg_epilogue<OP, NB, WN, FUSED>(d, out, mi * BM + cw * 64, ni * BN, T, N);
+        }
+    }
+}
+
+/* The ping-pong kernels (CLEF_CUDA_WGMMA_PP_*, INT8): persistent as above, but each consumer
+ * warpgroup makes whole tiles of TM x TN (128 x 128: two m64n128 per slice; 64 x 256: one
+ * m64n256), warpgroup 1 the block's even tiles, warpgroup 2 its odd ones, so one warpgroup's
+ * epilogue runs while the other's wgmmas keep the tensor cores busy. The producer fills the
+ * ring tile after tile (tile j's k-steps are the stage uses j nk ... j nk + nk - 1). A
+ * warpgroup starts tile j's main loop once the fills of tile j - 1 have all landed (the
+ * `order` barrier, phase j - 1): the tensor cores pass from one warpgroup to the other at the
+ * tile boundary, and the parity a warpgroup waits for on a stage's `full` barrier is never
+ * two fills ahead of the barrier (the stage's previous fill, possibly the other warpgroup's,
+ * has landed). A tile's sums are those of the other kernels (each product exact, int32).
+ * CL = 2 (CLEF_CUDA_WGMMA_PP_128_MC): blocks in clusters of two walk the same sequence of
+ * 2 TM-row x TN units, each block TM rows of it; each loads its half of the weight's TN rows
+ * and the copy engine writes it into both blocks (the weight's traffic from L2 halved: per
+ * multiply-add that of a 128 x 256 tile), so a stage is refilled only once the warpgroups of
+ * both blocks that used it are done (the `empty` barriers count both). */
+template <int TM, int TN, int STAGES> struct wg_pp_cfg {
+    static constexpr int A_BYTES = TM * WG_ROW, B_BYTES = TN * WG_ROW;
+    static constexpr int SMEM = STAGES * (A_BYTES + B_BYTES) + (2 * STAGES + 1) * 8 + 1024;
+    static_assert(SMEM <= 232448, "shared memory of a block");
+    static_assert(TM * TN <= 128 * 128, "a warpgroup's accumulators: 128 registers a thread");
+};
+
+/* arrive on the barrier at bar's place in block `rank` of the cluster (release at the block's
+ * scope, as for a local arrive: it only says this warp's wgmmas are done reading the stage) */
+__device__ __forceinline__ void mbar_arrive_peer(uint64_t *bar, uint32_t rank) {
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_u32(bar)), "r"(rank));
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+}
+
+template <class OP, int TM, int TN, int STAGES, int CL, bool FUSED>
+__global__ void __launch_bounds__(384, 1)
+    k_wgmma_pingpong(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w, int T,
+                     int N, int K, wg_out out) {
+    typedef wg_pp_cfg<TM, TN, STAGES> C;
+    typedef wg_cfg<128, 128> R; /* the register split of a 384-thread block */
+    typedef typename OP::acc_t acc_t;
+    constexpr int MB = TM / 64, NR = TN / 2, BK = WG_ROW / OP::ELEM;
+    extern __shared__ uint8_t smem_raw[];
+    const uint32_t raw = smem_u32(smem_raw);
+    uint8_t *smem = smem_raw + ((1024 - (raw & 1023)) & 1023);
+    uint8_t *sa = smem, *sb = smem + STAGES * C::A_BYTES;
+    uint64_t *full = (uint64_t *)(sb + STAGES * C::B_BYTES), *empty = full + STAGES, *order = empty + STAGES;
+    /* units: CL row tiles (one a block) x one column tile, walked by the cluster */
+    const int mt = (T + TM - 1) / TM, nt = (N + TN - 1) / TN, mu = (mt + CL - 1) / CL, units = mu * nt;
+    const int nk = (K + BK - 1) / BK, first = (int)blockIdx.x / CL, stride = (int)gridDim.x / CL;
+    const int wg = threadIdx.x / 128;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], 4 * CL); /* lane 0 of each warp of the warpgroups (of the cluster) that used it */
+        }
+        mbar_init(order, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    }
+    if constexpr (CL > 1)
+        cluster_sync(); /* the peer's barriers exist before anything reaches them */
+    else
+        __syncthreads();
+    const uint32_t rank = CL > 1 ? cluster_rank() : 0;
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(R::PRODUCER_REGS));
+        if (threadIdx.x == 0) {
+            uint32_t it = 0;
+            for (int u = first; u < units; u += stride) {
+                int mi, ni;
+                wg_tile_at(u, mu, nt, mi, ni);
+                mi = mi * CL + (int)rank; /* past mt: zeros loaded, nothing stored */
+                for (int kb = 0; kb < nk; kb++, it++) {
+                    const uint32_t s = it % STAGES;
+                    if (it >= (uint32_t)STAGES)
+                        mbar_wait(&empty[s], (it / STAGES - 1) & 1);
+                    mbar_expect_tx(&full[s], (uint32_t)(C::A_BYTES + C::B_BYTES));
+                    tma_load_2d(sa + s * C::A_BYTES, &map_x, &full[s], kb * BK, mi * TM);
+                    if constexpr (CL > 1) /* this block's share of the weight rows, into both blocks */
+                        tma_load_2d_multicast(sb + s * C::B_BYTES + rank * (C::B_BYTES / CL), &map_w, &full[s], kb * BK,
+                                              ni * TN + (int)rank * (TN / CL), (uint16_t)((1u << CL) - 1));
+                    else
+                        tma_load_2d(sb + s * C::B_BYTES, &map_w, &full[s], kb * BK, ni * TN);
+                }
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R::CONSUMER_REGS));
+        const int cw = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+        for (int j = cw, u = first + cw * stride; u < units; j += 2, u += 2 * stride) {
+            int mi, ni;
+            wg_tile_at(u, mu, nt, mi, ni);
+            mi = mi * CL + (int)rank;
+            acc_t d[MB][1][NR];
+#pragma unroll
+            for (int mb = 0; mb < MB; mb++)
+#pragma unroll
+                for (int i = 0; i < NR; i++)
+                    d[mb][0][i] = 0;
+            if (j > 0) /* tile j - 1's fills have landed */
+                mbar_wait(order, (uint32_t)((j - 1) & 1));
+            uint32_t it = (uint32_t)j * (uint32_t)nk;
+            for (int kb = 0; kb < nk; kb++, it++) {
+                const uint32_t s = it % STAGES;
+                mbar_wait(&full[s], (it / STAGES) & 1);
+                if (kb == nk - 1 && warp == 0 && lane == 0) /* the next tile's warpgroup may start */
+                    mbar_arrive(order);
+                const uint32_t a = smem_u32(sa + s * C::A_BYTES), b = smem_u32(sb + s * C::B_BYTES);
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < WG_ROW / 32; kk++) {
+                    const uint64_t db = wg_desc(b + 32 * kk);
+#pragma unroll
+                    for (int mb = 0; mb < MB; mb++)
+                        wg_mma<OP, TN>(d[mb][0], wg_desc(a + (uint32_t)(mb * 64 * WG_ROW) + 32 * kk), db);
+                }
+                wgmma_commit();
+                wgmma_wait<1>();
+                if (kb > 0 && lane == 0) {
+                    mbar_arrive(&empty[(it - 1) % STAGES]);
+                    if constexpr (CL > 1)
+                        mbar_arrive_peer(&empty[(it - 1) % STAGES], rank ^ 1);
+                }
+            }
+            wgmma_wait<0>();
+            if (nk > 0 && lane == 0) {
+                mbar_arrive(&empty[(it - 1) % STAGES]);
+                if constexpr (CL > 1)
+                    mbar_arrive_peer(&empty[(it - 1) % STAGES], rank ^ 1);
+            } else if (nk == 0 && warp == 0 && lane == 0) /* no k-steps: still hand the turn on */
+                mbar_arrive(order);
+#pragma unroll
+            for (int mb = 0; mb < MB; mb++)
+                wg_epilogue<OP, 1, TN, FUSED>(d[mb], out, mi * TM + mb * 64, ni * TN, T, N);
         }
     }
     if constexpr (CL > 1) { /* no block leaves while its peer may still write into it or arrive on its barriers */
@@ -339,6 +600,86 @@ static int wg_launch(clef_backend *be, int64_t T, int64_t N, int64_t K, const vo
     return CUDA_CHECK_LAUNCH(be, "wgmma GEMM kernel") == CLEF_OK;
 }
 
+/* the SMs of the backend's device (looked up once per device) */
+static int wg_sm_count(clef_backend *be) {
+    static int sms = 0, dev = -1;
+    if (dev != cuda_ctx(be)->device) {
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, cuda_ctx(be)->device);
+        dev = cuda_ctx(be)->device;
+    }
+    return sms > 0 ? sms : 1;
+}
+
+/* the ping-pong kernels: as many blocks as SMs, or half the tiles (two per block at least);
+ * CL = 2: as many clusters as fit at once (cudaOccupancyMaxActiveClusters; a GPC's odd SM
+ * stays idle) */
+template <class OP, int TM, int TN, int STAGES, int CL, bool FUSED>
+static int wg_launch_pingpong(clef_backend *be, int64_t T, int64_t N, int64_t K, const void *x, const void *w,
+                              const wg_out &out) {
+    cuda_context *ctx = cuda_ctx(be);
+    CUtensorMap mx, mw;
+    if (!wg_map(&mx, x, OP::ELEM, T, K, TM) || !wg_map(&mw, w, OP::ELEM, N, K, TN / CL))
+        return 0;
+    typedef wg_pp_cfg<TM, TN, STAGES> C;
+    auto kernel = k_wgmma_pingpong<OP, TM, TN, STAGES, CL, FUSED>;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    const int64_t units = (T + TM * CL - 1) / (TM * CL) * ((N + TN - 1) / TN), sms = wg_sm_count(be);
+    int64_t groups = sms / CL; /* blocks, or clusters, resident at once */
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = CL, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
+    cfg.blockDim = dim3(384), cfg.dynamicSmemBytes = C::SMEM, cfg.stream = ctx->stream;
+    cfg.attrs = attr, cfg.numAttrs = 1;
+    if (CL > 1) {
+        static int clusters = 0, dev = -1; /* per device: the kernel and its shared memory fixed */
+        if (dev != ctx->device) {
+            /* the query once, outside a recording (the direct run after a refused one makes it) */
+            if (cuda_capture_refuse(be, "the multicast GEMM's first cluster count"))
+                return 0;
+            cfg.gridDim = dim3((unsigned)(CL * groups));
+            if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+                cudaGetLastError();
+                clusters = 0;
+            }
+            dev = ctx->device;
+        }
+        groups = clusters > 0 && clusters < groups ? clusters : groups;
+    }
+    const int64_t want = (units + 1) / 2;
+    cfg.gridDim = dim3((unsigned)(CL * (want < groups ? want : groups)));
+    if (CL == 1)
+        kernel<<<cfg.gridDim, cfg.blockDim, C::SMEM, ctx->stream>>>(mx, mw, (int)T, (int)N, (int)K, out);
+    else if (cuda_record(be, cudaLaunchKernelEx(&cfg, kernel, mx, mw, (int)T, (int)N, (int)K, out),
+                         "wgmma GEMM kernel (ping-pong, cluster launch)") != CLEF_OK)
+        return 0;
+    return CUDA_CHECK_LAUNCH(be, "wgmma GEMM kernel (ping-pong)") == CLEF_OK;
+}
+
+/* the persistent kernels: as many blocks as SMs (or tiles, if fewer) */
+template <class OP, int BN, int WN, bool FUSED>
+static int wg_launch_persistent(clef_backend *be, int64_t T, int64_t N, int64_t K, const void *x, const void *w,
+                                const wg_out &out) {
+    cuda_context *ctx = cuda_ctx(be);
+    CUtensorMap mx, mw;
+    if (!wg_map(&mx, x, OP::ELEM, T, K, 128) || !wg_map(&mw, w, OP::ELEM, N, K, BN))
+        return 0;
+    typedef wg_cfg<128, BN> C;
+    if (cudaFuncSetAttribute(k_wgmma_persistent<OP, BN, WN, FUSED>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             C::SMEM) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    const int64_t tiles = (T + 127) / 128 * ((N + BN - 1) / BN), sms = wg_sm_count(be);
+    const unsigned blocks = (unsigned)(tiles < sms ? tiles : sms);
+    k_wgmma_persistent<OP, BN, WN, FUSED><<<blocks, C::THREADS, C::SMEM, ctx->stream>>>(mx, mw, (int)T, (int)N, (int)K,
+                                                                                     out);
+    return CUDA_CHECK_LAUNCH(be, "wgmma GEMM kernel (persistent)") == CLEF_OK;
+}
+
 template <class OP, bool FUSED>
 static int wg_variant(clef_backend *be, int variant, int64_t T, int64_t N, int64_t K, const void *x, const void *w,
                       const wg_out &o) {
@@ -347,28 +688,49 @@ static int wg_variant(clef_backend *be, int variant, int64_t T, int64_t N, int64
     case CLEF_CUDA_WGMMA_256_SPLIT: return wg_launch<OP, 128, 256, 128, 1, FUSED>(be, T, N, K, x, w, o);
     case CLEF_CUDA_WGMMA_256: return wg_launch<OP, 128, 256, 256, 1, FUSED>(be, T, N, K, x, w, o);
     case CLEF_CUDA_WGMMA_256_MC: return wg_launch<OP, 128, 256, 256, 2, FUSED>(be, T, N, K, x, w, o);
-    default: return 0;
+    default: break;
     }
+    if constexpr (OP::ELEM == 1) /* the persistent kernels: INT8 only */
+        switch (variant) {
+        case CLEF_CUDA_WGMMA_256_PERSIST: return wg_launch_persistent<OP, 256, 256, FUSED>(be, T, N, K, x, w, o);
+        case CLEF_CUDA_WGMMA_128_PERSIST: return wg_launch_persistent<OP, 128, 128, FUSED>(be, T, N, K, x, w, o);
+        case CLEF_CUDA_WGMMA_PP_128: return wg_launch_pingpong<OP, 128, 128, 7, 1, FUSED>(be, T, N, K, x, w, o);
+        case CLEF_CUDA_WGMMA_PP_64X256: return wg_launch_pingpong<OP, 64, 256, 5, 1, FUSED>(be, T, N, K, x, w, o);
+        case CLEF_CUDA_WGMMA_PP_128_MC: return wg_launch_pingpong<OP, 128, 128, 7, 2, FUSED>(be, T, N, K, x, w, o);
+        default: break;
+        }
+    return 0;
 }
 
 /* CLEF_CUDA_WGMMA_AUTO: where 128 x 256 tiles would make fewer than 2.5 waves over the SMs (a
  * few hundred tokens, or narrow outputs) the last wave leaves much of the GPU idle; 128 x 128
  * tiles make twice as many (the threshold: the best per-forward sum over the 9B and 27B
- * shapes of bench_gpu_quant wgmma, H200 run15). Only for int8, whose sums are
- * exact whatever the kernel: the bf16 (FP8 exact) sums keep one kernel for every row count, so
- * a row's result never depends on the batch it came in. */
-static int wg_resolve(clef_backend *be, int bf16, int variant, int64_t T, int64_t N) {
+ * shapes of bench_gpu_quant wgmma, H200 run15). The larger products by layout (H200 run17_i8):
+ * K > 8,192 (the MLP's down_proj) the persistent 128 x 256 kernel (a tile's main loop is long,
+ * its epilogue a small part; the fewest operand bytes per multiply-add), the others the
+ * ping-pong kernel with the weight multicast over two blocks (the epilogue hidden under the
+ * other warpgroup's wgmmas). Only for int8, whose sums are exact whatever the kernel (every
+ * variant gives the same bits, test_cuda_quant): the bf16 (FP8 exact) sums keep one kernel for
+ * every row count, so a row's result never depends on the batch it came in. */
+static int wg_resolve(clef_backend *be, int bf16, int variant, int64_t T, int64_t N, int64_t K) {
     if (variant != CLEF_CUDA_WGMMA_AUTO)
         return variant;
     if (bf16)
         return CUDA_QUANT_WGMMA_LARGE;
-    static int sms = 0, dev = -1;
-    if (dev != cuda_ctx(be)->device) {
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, cuda_ctx(be)->device);
-        dev = cuda_ctx(be)->device;
+    /* CLEF_CUDA_WGMMA_INT8_LARGE=v (an INT8 variant): every large product's kernel instead, for
+     * same-run comparisons of whole forwards (read once) */
+    static int large = -1;
+    if (large < 0) {
+        const char *e = getenv("CLEF_CUDA_WGMMA_INT8_LARGE");
+        const int v = e ? atoi(e) : 0;
+        large = v >= CLEF_CUDA_WGMMA_128 && v <= CLEF_CUDA_WGMMA_INT8_LAST ? v : 0;
     }
     const int64_t tiles = (T + 127) / 128 * ((N + 255) / 256);
-    return tiles * 2 < (int64_t)sms * 5 ? CLEF_CUDA_WGMMA_128 : CUDA_QUANT_WGMMA_LARGE;
+    if (tiles * 2 < (int64_t)wg_sm_count(be) * 5)
+        return CUDA_QUANT_INT8_WGMMA_SMALL;
+    if (large)
+        return large;
+    return K > 8192 ? CUDA_QUANT_INT8_WGMMA_LONG_K : CUDA_QUANT_INT8_WGMMA_LARGE;
 }
 
 int cuda_wgmma_gemm(clef_backend *be, int bf16, int variant, int64_t T, int64_t N, int64_t K, const void *x,
@@ -376,7 +738,7 @@ int cuda_wgmma_gemm(clef_backend *be, int bf16, int variant, int64_t T, int64_t 
                     int accumulate) {
     if (!wg_usable(be, T, N, K, x, w))
         return 0;
-    variant = wg_resolve(be, bf16, variant, T, N);
+    variant = wg_resolve(be, bf16, variant, T, N, K);
     wg_out o = {};
     o.sx = sx, o.sw = sw, o.bias = bias, o.y = y, o.ldy = ldy, o.accumulate = accumulate;
     o.pairs = ldy % 2 == 0 && (uintptr_t)y % 8 == 0;
