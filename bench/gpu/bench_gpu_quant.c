@@ -35,7 +35,7 @@
  *
  * INT8 and exact FP8 run the backend's default GEMMs; CLEF_BENCH_INT8_WGMMA=v and
  * CLEF_BENCH_FP8_EXACT_WGMMA=v (v: a CLEF_CUDA_WGMMA_* variant, 0 = cuBLASLt; for FP8 also
- * CLEF_CUDA_FP8_EXACT_GEMM=cublaslt|mixed|mixed128|wgmma, which the backend reads) pick others
+ * CLEF_CUDA_FP8_EXACT_GEMM=cublaslt|auto|mixed|mixed128|mixed-d1|mixed-d3|mixed-mc|mixed-t256|mixed-t256mc|wgmma, which the backend reads) pick others
  * for the gemm and forward benches.
  *
  * Which linears each precision quantizes (the releases, docs/quant.md): FP8 the attention and
@@ -882,7 +882,8 @@ int main(int argc, char **argv) {
         const int v = clef_backend_cuda_fp8_exact_wgmma(be);
         printf("exact FP8 matmuls' GEMM: %s %d\n",
                v == CLEF_CUDA_WGMMA_OFF                                                ? "cuBLASLt"
-               : v == CLEF_CUDA_WGMMA_FP8_MIXED || v == CLEF_CUDA_WGMMA_FP8_MIXED_128 ? "weight widened in registers, variant"
+               : v == CLEF_CUDA_WGMMA_AUTO ? "weight widened in registers, tiles per layout (auto)"
+               : v >= CLEF_CUDA_WGMMA_FP8_MIXED && v <= CLEF_CUDA_WGMMA_FP8_MIXED_T256_MC ? "weight widened in registers, variant"
                                                                                        : "wgmma variant",
                v);
     }

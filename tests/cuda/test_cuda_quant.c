@@ -9,12 +9,15 @@
  *        (also its bf16-valued output, and on rows that are not 16-byte aligned)
  *        (fp32). The GEMM vs float64 of its own arithmetic, y = (sum_k qx qw) s_t s_w
  *        (+ y0 + bias), on its three paths:
- *        exact (the default: codes widened to bf16, bf16 tensor cores, fp32 accumulation;
+ *        exact (the default: the codes' bf16 values, bf16 tensor cores, fp32 accumulation;
  *        every product exact; with cuBLASLt's GEMM (also on a weight widened and multiplied in
- *        slices of 64 output features, rows in chunks: exact-sl64), with each wgmma kernel, scaling fused, and
- *        with the kernels that widen the weight's codes in registers, 256- and 128-row tiles,
- *        argument "fp8-mixed" (then weight row 0 is all subnormal codes and row 1 every code
- *        but NaN, so a widening that flushed or misread a code errs by the whole row)):
+ *        slices of 64 output features, rows in chunks: exact-sl64), with each wgmma kernel,
+ *        scaling fused, with the kernels that widen the weight's codes in registers (256-row
+ *        tiles with 2, 1 or 3 k16 steps in flight or in clusters of two, 128-row tiles;
+ *        argument "fp8-t256": 128 x 256-token tiles) and the backend's default (those kernels'
+ *        tiles per layout); argument "fp8-mixed" adds weight row 0 of subnormal codes and row
+ *        1 of every code but NaN, so a widening that flushed or misread a code errs by the
+ *        whole row, and a shape of several tiles with a K tail):
  *        relative L2 <= 1e-5 (the BF16 path's bound) and per element
  *        |err| <= K 2^-23 sum_k |qx qw| s_t s_w + 2^-21 (|y| + |y0| + |bias|) (fp32
  *        summation of K exact products, then the scaling's roundings);
@@ -64,7 +67,8 @@
  *        x, fp32(code x absmax) weights): <= 1e-2 (x and W each rounded to bf16: <= 2^-9 per
  *        element). Rows alone, and the batch shifted by one row, give the batch's bits.
  *        Argument "nf4": these checks alone; argument "fp8": the FP8 checks alone;
- *        "fp8-mixed": the FP8 checks alone with the register-widening kernels too.
+ *        "fp8-mixed": the FP8 checks alone with the register-widening kernels' extra cases;
+ *        "fp8-t256": those and the 256-token tiles (not yet run on a GPU).
  *  Scratch a caller planned (matmul_workspace_size: the path's own size) under one setting of
  *        the backend's paths, the matmul run under another, every ordered pair of six settings
  *        and each format: nothing written past what was planned (a pattern after it kept), and
@@ -135,11 +139,13 @@ static float *make_x(int64_t T, int64_t ldx) {
 
 /* ---- FP8 ------------------------------------------------------------------------------------ */
 
-/* 1: also the exact path on the kernels that widen the weight's codes in registers
- * (cuda_quant_fp8_exact_wgmma.cu; argument "fp8-mixed", with the FP8 checks alone). Off
- * otherwise until those kernels have passed on a GPU: a pipeline fault there would leave the
- * device unusable for the checks after it. */
+/* 1 (argument "fp8-mixed", with the FP8 checks alone): weight rows of subnormal codes and of
+ * every code, and a shape of several tiles with a K tail, for the kernels that widen the
+ * weight's codes in registers (cuda_quant_fp8_exact_wgmma.cu; every FP8 check runs them). */
 static int test_mixed;
+/* 1 (argument "fp8-t256": test_mixed's checks and) the 256-token tiles, built but not yet run
+ * on a GPU: a pipeline fault there would leave the device unusable for the checks after it */
+static int test_t256;
 
 static void test_fp8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bias, int accumulate) {
     /* output rows 64-byte aligned where N allows (what cuBLASLt's FP8 kernels want), else odd */
@@ -254,19 +260,28 @@ static void test_fp8(int64_t T, int64_t N, int64_t K, int64_t row0, int with_bia
      * output features (a slice budget of 64 x K bf16: the last slice shorter where N is not a
      * multiple of 64) and rows in chunks of K / 2 (T > K / 2: several chunks per slice) */
     /* then our fp8 wgmma kernel with fp32 promotion every 128 and every 32 of K */
-    /* then the exact path on our kernels that widen the weight in registers (256- and 128-row tiles) */
-    enum { SLICED = 3 + CLEF_CUDA_WGMMA_LAST, PROMO = SLICED + 1, MIXED = PROMO + 2, N_MODES = MIXED + 2 };
-    static const char *const mode_names[N_MODES] = {"exact",    "outer",    "epilogue",     "exact-w1",
-                                                    "exact-w2", "exact-w3", "exact-w4",     "exact-sl64",
-                                                    "promo128", "promo32",  "exact-mx",     "exact-mx128"};
+    /* then the exact path on our kernels that widen the weight in registers (256-row tiles with
+     * 2, 1, 3 k16 steps in flight or in clusters of two, 128-row tiles), then the backend's
+     * default exact GEMM (tiles per layout: the row-alone check below covers what every model
+     * runs), then (argument "fp8-t256" only: not yet run on a GPU) 128 x 256-token tiles */
+    enum { SLICED = 3 + CLEF_CUDA_WGMMA_LAST, PROMO = SLICED + 1, MIXED = PROMO + 2, N_MODES = MIXED + 8 };
+    static const char *const mode_names[N_MODES] = {
+        "exact",      "outer",      "epilogue",   "exact-w1",    "exact-w2",    "exact-w3",
+        "exact-w4",   "exact-sl64", "promo128",   "promo32",     "exact-mx",    "exact-mx128",
+        "exact-mxd1", "exact-mxd3", "exact-mxmc", "exact-dflt",  "exact-t256",  "exact-t256mc"};
+    static const int mixed_variants[N_MODES - MIXED] = {
+        CLEF_CUDA_WGMMA_FP8_MIXED,    CLEF_CUDA_WGMMA_FP8_MIXED_128, CLEF_CUDA_WGMMA_FP8_MIXED_D1,
+        CLEF_CUDA_WGMMA_FP8_MIXED_D3, CLEF_CUDA_WGMMA_FP8_MIXED_MC,  -1 /* the default */,
+        CLEF_CUDA_WGMMA_FP8_MIXED_T256, CLEF_CUDA_WGMMA_FP8_MIXED_T256_MC};
     const int exact_default = clef_backend_cuda_fp8_exact_wgmma(gpu);
-    for (int mode = 0; mode < (test_mixed ? N_MODES : MIXED); mode++) {
+    for (int mode = 0; mode < (test_t256 ? N_MODES : N_MODES - 2); mode++) {
         const int promoted = mode >= PROMO && mode < MIXED, exact = mode == 0 || (mode >= 3 && !promoted);
+        const int mixed = mode >= MIXED ? mixed_variants[mode - MIXED] : 0;
         clef_backend_cuda_set_fp8_tensor_cores(gpu, mode == 1 || mode == 2);
         clef_backend_cuda_set_fp8_epilogue(gpu, mode == 2);
         clef_backend_cuda_set_fp8_slice_bytes(gpu, mode == SLICED ? 64 * 2 * (size_t)K : 0);
-        clef_backend_cuda_set_fp8_exact_wgmma(gpu, mode == MIXED       ? CLEF_CUDA_WGMMA_FP8_MIXED
-                                                   : mode == MIXED + 1 ? CLEF_CUDA_WGMMA_FP8_MIXED_128
+        clef_backend_cuda_set_fp8_exact_wgmma(gpu, mixed < 0                             ? exact_default
+                                                   : mode >= MIXED                       ? mixed
                                                    : exact && mode >= 3 && mode < SLICED ? mode - 2
                                                                                         : CLEF_CUDA_WGMMA_OFF);
         clef_backend_cuda_set_fp8_promoted(gpu, mode == PROMO       ? CLEF_CUDA_FP8_PROMOTE_128
@@ -1117,7 +1132,8 @@ static void test_refusals(void) {
 /* argv[1] = "nf4", "fp8", "int8" or "fused": the NF4, the FP8, the INT8 or the quantizer
  * hand-off's checks alone (a short device run); none: everything */
 int main(int argc, char **argv) {
-    test_mixed = argc > 1 && !strcmp(argv[1], "fp8-mixed");
+    test_t256 = argc > 1 && !strcmp(argv[1], "fp8-t256");
+    test_mixed = argc > 1 && (!strcmp(argv[1], "fp8-mixed") || test_t256);
     const int fp8_only = argc > 1 && (!strcmp(argv[1], "fp8") || test_mixed);
     if (clef_backend_cuda_device_count() == 0) {
         printf("SKIPPED: no CUDA device\n");

@@ -40,14 +40,20 @@ cuda_quant_state *cuda_quant_state_of(clef_backend *be) {
             CUDA_QUANT_FAIL(be, CLEF_ERR_OUT_OF_MEMORY, "CUDA quantized matmul: out of host memory");
         else { /* the GEMMs by default (cuda_quant_internal.cuh says why) */
             static const env_name fp8_exact[] = {{"cublaslt", CLEF_CUDA_WGMMA_OFF},
+                                                 {"auto", CLEF_CUDA_WGMMA_AUTO},
                                                  {"mixed", CLEF_CUDA_WGMMA_FP8_MIXED},
                                                  {"mixed128", CLEF_CUDA_WGMMA_FP8_MIXED_128},
+                                                 {"mixed-d1", CLEF_CUDA_WGMMA_FP8_MIXED_D1},
+                                                 {"mixed-d3", CLEF_CUDA_WGMMA_FP8_MIXED_D3},
+                                                 {"mixed-mc", CLEF_CUDA_WGMMA_FP8_MIXED_MC},
+                                                 {"mixed-t256", CLEF_CUDA_WGMMA_FP8_MIXED_T256},
+                                                 {"mixed-t256mc", CLEF_CUDA_WGMMA_FP8_MIXED_T256_MC},
                                                  {"wgmma", CLEF_CUDA_WGMMA_256}};
             static const env_name nf4[] = {{"dequant", CLEF_CUDA_NF4_DEQUANT},
                                            {"fused", CLEF_CUDA_NF4_FUSED},
                                            {"run15", CLEF_CUDA_NF4_RUN15}};
             ctx->quant->int8_wgmma = CUDA_QUANT_INT8_WGMMA_DEFAULT;
-            ctx->quant->fp8_exact_wgmma = env_choice("CLEF_CUDA_FP8_EXACT_GEMM", fp8_exact, 4,
+            ctx->quant->fp8_exact_wgmma = env_choice("CLEF_CUDA_FP8_EXACT_GEMM", fp8_exact, 10,
                                                      CUDA_QUANT_FP8_EXACT_WGMMA_DEFAULT);
             ctx->quant->nf4_gemm = env_choice("CLEF_CUDA_NF4_GEMM", nf4, 3, CUDA_QUANT_NF4_DEFAULT);
             ctx->quant->fp8_promoted = CUDA_QUANT_FP8_PROMOTED_DEFAULT;
@@ -76,9 +82,9 @@ cuda_quant_paths cuda_quant_paths_of(const cuda_quant_state *st) {
     p.fp8_epilogue = p.fp8_tc && st->fp8_force_epilogue;
     p.fp8_promoted = !p.fp8_tc && st->fp8_promoted != CLEF_CUDA_FP8_PROMOTE_OFF;
     const int g = st->fp8_exact_wgmma;
-    p.fp8_exact_gemm = g == CLEF_CUDA_WGMMA_FP8_MIXED || g == CLEF_CUDA_WGMMA_FP8_MIXED_128 ? CUDA_FP8_EXACT_MIXED
-                       : g != CLEF_CUDA_WGMMA_OFF                                       ? CUDA_FP8_EXACT_BF16_WGMMA
-                                                                                         : CUDA_FP8_EXACT_CUBLASLT;
+    p.fp8_exact_gemm = cuda_fp8_exact_is_mixed(g)   ? CUDA_FP8_EXACT_MIXED
+                       : g != CLEF_CUDA_WGMMA_OFF ? CUDA_FP8_EXACT_BF16_WGMMA
+                                                  : CUDA_FP8_EXACT_CUBLASLT;
     p.int8_wgmma = st->int8_wgmma != CLEF_CUDA_WGMMA_OFF;
     p.nf4_fused = st->nf4_gemm == CLEF_CUDA_NF4_FUSED;
     p.fp8_slice_bytes = st->fp8_slice_bytes ? st->fp8_slice_bytes : CUDA_QUANT_SLICE_BYTES;
@@ -442,7 +448,7 @@ extern "C" void clef_backend_cuda_set_fp8_exact_wgmma(clef_backend *be, int vari
     cuda_quant_state *st = cuda_quant_state_of(be);
     cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
     if (st) {
-        st->fp8_exact_wgmma = variant == CLEF_CUDA_WGMMA_FP8_MIXED || variant == CLEF_CUDA_WGMMA_FP8_MIXED_128
+        st->fp8_exact_wgmma = cuda_fp8_exact_is_mixed(variant) && variant != CLEF_CUDA_WGMMA_AUTO
                                   ? variant
                                   : wgmma_variant(variant);
     }

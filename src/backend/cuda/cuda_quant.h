@@ -107,14 +107,24 @@ enum {
     /* for INT8 (the backend's default), per call: 128 x 128 tiles where 128 x 256 ones would
      * make fewer than 2.5 waves over the SMs (few tokens, narrow outputs), else by layout
      * CLEF_CUDA_WGMMA_256_PERSIST (K > 8,192) or CLEF_CUDA_WGMMA_PP_128_MC (every INT8 variant
-     * gives the same bits); for the exact FP8 path always CLEF_CUDA_WGMMA_256 (fp32 sums: one
-     * kernel for every row count keeps a row's result independent of its batch) */
+     * gives the same bits); for the exact FP8 path (its default) the register-widening kernel
+     * below with tiles chosen per layout, never per row count (fp32 sums: one kernel for every
+     * row count keeps a row's result independent of its batch) */
     CLEF_CUDA_WGMMA_AUTO = 100,
     /* the exact FP8 path only (cuda_quant_fp8_exact_wgmma.cu): the weight's e4m3 codes widened
      * to bf16 in registers (wgmma's A operand), no widened copy of the weight; tiles of 256
-     * (MIXED) or 128 (MIXED_128) weight rows x 128 tokens */
+     * (MIXED) or 128 (MIXED_128) weight rows x 128 tokens, two k16 steps' wgmmas in flight */
     CLEF_CUDA_WGMMA_FP8_MIXED = 101,
     CLEF_CUDA_WGMMA_FP8_MIXED_128 = 102,
+    /* MIXED's tile with one (D1) or three (D3) k16 steps' wgmmas in flight instead of two */
+    CLEF_CUDA_WGMMA_FP8_MIXED_D1 = 103,
+    CLEF_CUDA_WGMMA_FP8_MIXED_D3 = 104,
+    /* MIXED's tile in clusters of two blocks that share the tokens' values (TMA multicast) */
+    CLEF_CUDA_WGMMA_FP8_MIXED_MC = 105,
+    /* 128 weight rows x 256 tokens (m64n256k16 wgmmas; 64 of K a stage), alone or in clusters
+     * of two as MC */
+    CLEF_CUDA_WGMMA_FP8_MIXED_T256 = 106,
+    CLEF_CUDA_WGMMA_FP8_MIXED_T256_MC = 107,
 };
 
 /* The int32 sums of clef_cuda_int8_gemm_i32 from a wgmma kernel (variant above): for the
@@ -128,13 +138,16 @@ int clef_cuda_int8_gemm_i32_wgmma(clef_backend *be, int variant, int64_t T, int6
  * scaling kernel. The same bits either way. */
 void clef_backend_cuda_set_int8_wgmma(clef_backend *be, int variant);
 
-/* The exact FP8 path's GEMM (bf16 code values, fp32 sums): a wgmma variant with the scaling
- * fused (CLEF_CUDA_WGMMA_FP8_MIXED* widen the weight's codes in registers: not yet run on a
- * GPU; the others multiply a widened copy of it), or CLEF_CUDA_WGMMA_OFF (the default):
- * cuBLASLt's BF16 GEMM into fp32 products and the scaling kernel. All are the exact path's arithmetic (up to fp32
- * summation order); where a wgmma kernel cannot run, cuBLASLt. CLEF_CUDA_FP8_EXACT_GEMM=
- * cublaslt|mixed|mixed128|wgmma in the environment overrides the default when a backend's
- * quantized state is made (for same-run comparisons). */
+/* The exact FP8 path's GEMM (bf16 code values, fp32 sums): CLEF_CUDA_WGMMA_AUTO (the default)
+ * the kernel that widens the weight's codes in registers with its tiles chosen per layout;
+ * CLEF_CUDA_WGMMA_FP8_MIXED* one variant of it (MIXED_T256*: not yet run on a GPU); the other
+ * wgmma variants multiply a widened copy of the weight; CLEF_CUDA_WGMMA_OFF: cuBLASLt's BF16
+ * GEMM on that copy into fp32 products, then the scaling kernel. Scaling fused in all our
+ * kernels; all are the exact path's arithmetic (up to fp32 summation order); where a wgmma
+ * kernel cannot run (not sm_90, operands not 16-byte aligned), cuBLASLt. CLEF_CUDA_FP8_EXACT_GEMM=
+ * auto|cublaslt|wgmma|mixed|mixed128|mixed-d1|mixed-d3|mixed-mc|mixed-t256|mixed-t256mc in the
+ * environment overrides the default when a backend's quantized state is made (for same-run
+ * comparisons). */
 void clef_backend_cuda_set_fp8_exact_wgmma(clef_backend *be, int variant);
 int clef_backend_cuda_fp8_exact_wgmma(clef_backend *be);
 

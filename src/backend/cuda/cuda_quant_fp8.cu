@@ -4,18 +4,22 @@
  * and scaled: y[t, n] = (sum_k qx[t, k] qw[n, k]) * s_t * s_w[n]. Two ways to make the sum:
  *
  * Exact (the default): the activation quantizer writes each code's value in bf16 (every e4m3
- * value is a bf16 value, so nothing rounds), the weight's codes are widened to bf16 once per
- * call, cuBLASLt multiplies bf16 x bf16 with fp32 accumulation (each product of two 4-bit
- * significands is exact in fp32) into unscaled fp32 products, then the scaling kernel. Equal to
+ * value is a bf16 value, so nothing rounds) and bf16 x bf16 products (each product of two
+ * 4-bit significands is exact in fp32) are summed in fp32 and scaled. On sm_90 by default in
+ * the kernel that widens the weight's codes in registers with the scaling fused
+ * (cuda_quant_fp8_exact_wgmma.cu, CLEF_CUDA_WGMMA_AUTO); elsewhere, or with
+ * clef_backend_cuda_set_fp8_exact_wgmma(be, CLEF_CUDA_WGMMA_OFF), the weight's codes are
+ * widened to bf16 once per call, cuBLASLt multiplies into unscaled fp32 products, then the
+ * scaling kernel. Equal to
  * the CPU's W8A8 (clef_fp8_gemm_ref) up to fp32 summation order, and in fp32 W8A8 equals
  * compressed-tensors' QDQ forward to ~1e-7 (scripts/cuda/fp8_gpu_sensitivity.py), so the GPU
- * runs the CPU reference's arithmetic. It costs a BF16 GEMM plus the weight's widening and the
- * products' round trip through memory (27B MLP-up at 2,270 rows on an H200: 386 TFLOP/s, run15;
- * 335 before the quantizer wrote bf16 itself). With clef_backend_cuda_set_fp8_exact_wgmma the
- * GEMM and the scaling run in one of our bf16 wgmma kernels instead (cuda_quant_wgmma.cu: no
- * product round trip; same checks passed, not timed yet), or (CLEF_CUDA_WGMMA_FP8_MIXED*) in
- * the kernel that reads the weight's codes and widens them in registers
- * (cuda_quant_fp8_exact_wgmma.cu: no widening into scratch either; not yet run on a GPU).
+ * runs the CPU reference's arithmetic. On cuBLASLt it costs a BF16 GEMM plus the weight's
+ * widening and the products' round trip through memory (27B MLP-up at 2,270 rows on an H200:
+ * 386 TFLOP/s, run15); the register-widening kernel saves both (~430-500 TFLOP/s at 8,192+
+ * rows, more than cuBLASLt's path at up to 2,270, run17_mx2). With
+ * clef_backend_cuda_set_fp8_exact_wgmma's other variants the GEMM and the scaling run in one
+ * of our bf16 wgmma kernels on the widened weight (cuda_quant_wgmma.cu: no product round
+ * trip; same checks passed, not timed).
  *
  * Promoted (clef_backend_cuda_set_fp8_promoted, sm_90): the activation codes and the weight's
  * codes straight into our fp8 wgmma kernel (cuda_quant_fp8_wgmma.cu), which promotes the
@@ -246,8 +250,9 @@ static void fp8_gemm_exact(clef_backend *be, int64_t T, const clef_matrix *w, co
         cuda_fp8_exact_mixed_gemm(be, st->fp8_exact_wgmma, T, N, K, xv, (const uint8_t *)w->data, sx, sw, bias, y,
                                   ldy, accumulate))
         return;
-    const int wgmma = st && st->fp8_exact_wgmma && st->fp8_exact_wgmma != CLEF_CUDA_WGMMA_FP8_MIXED &&
-                      st->fp8_exact_wgmma != CLEF_CUDA_WGMMA_FP8_MIXED_128;
+    /* our bf16 wgmma kernels (a CLEF_CUDA_WGMMA_* tile variant); else, or where they cannot
+     * run, cuBLASLt */
+    const int wgmma = st && st->fp8_exact_wgmma && !cuda_fp8_exact_is_mixed(st->fp8_exact_wgmma);
     if (wgmma) { /* our bf16 wgmma kernels: the whole weight widened */
         __nv_bfloat16 *wb = (__nv_bfloat16 *)cuda_quant_scratch_part(
             be, qs, off, fp8_exact_bytes(paths, CUDA_FP8_EXACT_BF16_WGMMA, T, N, K));

@@ -19,13 +19,13 @@
  * kernel cannot run, cuBLASLt). INT8: CLEF_CUDA_WGMMA_AUTO, i.e. 128 x 128 tiles for small
  * products and the persistent / ping-pong kernels for the rest (CUDA_QUANT_INT8_WGMMA_*
  * below; exact integers, the cuBLASLt path's bits; per 27B forward of linears 0.80-0.95x the
- * cuBLASLt path's time at 298-12,016 tokens on an H200, run17_i8, bench/RESULTS.md). Exact FP8: cuBLASLt's BF16 GEMM on the widened weight.
- * The kernel meant to replace it (CLEF_CUDA_WGMMA_FP8_MIXED: the codes widened in registers,
- * no widened copy, no product round trip) compiles but has not run on a GPU yet (run16_mixed
- * in bench/RESULTS.md): opt-in until `test_cuda_quant fp8-mixed` passes and the gemm bench
- * shows it faster. */
+ * cuBLASLt path's time at 298-12,016 tokens on an H200, run17_i8, bench/RESULTS.md). Exact
+ * FP8: CLEF_CUDA_WGMMA_AUTO, the kernel that widens the weight's codes in registers (no
+ * widened copy, no product round trip), 128- or 256-row tiles per layout: the 27B x 16 / 9B
+ * forwards in 0.60-1.00x / 0.76-1.03x the time they take with cuBLASLt's BF16 GEMM on the
+ * widened weight, the default before (H200 run17_mx2); cuBLASLt where it cannot run. */
 #define CUDA_QUANT_INT8_WGMMA_DEFAULT CLEF_CUDA_WGMMA_AUTO
-#define CUDA_QUANT_FP8_EXACT_WGMMA_DEFAULT CLEF_CUDA_WGMMA_OFF
+#define CUDA_QUANT_FP8_EXACT_WGMMA_DEFAULT CLEF_CUDA_WGMMA_AUTO
 /* The FP8 matmuls' promoted wgmma kernel by default (clef_backend_cuda_set_fp8_promoted): off,
  * the exact path, because the promoted kernel misses the fixture parity the default must meet
  * (last hidden 1.0e-2..1.2e-2 from the CPU on the decide records and 1.1e-2 on the 7-token
@@ -81,6 +81,11 @@ typedef struct cuda_quant_paths {
 } cuda_quant_paths;
 /* fp8_exact_gemm: which GEMM the exact FP8 path takes */
 enum { CUDA_FP8_EXACT_CUBLASLT = 0, CUDA_FP8_EXACT_MIXED = 1, CUDA_FP8_EXACT_BF16_WGMMA = 2 };
+/* whether an exact FP8 GEMM setting (CLEF_CUDA_WGMMA_*) is the register-widening kernel: one of
+ * its variants, or CLEF_CUDA_WGMMA_AUTO (it, with tiles per layout) */
+static inline int cuda_fp8_exact_is_mixed(int g) {
+    return g == CLEF_CUDA_WGMMA_AUTO || (g >= CLEF_CUDA_WGMMA_FP8_MIXED && g <= CLEF_CUDA_WGMMA_FP8_MIXED_T256_MC);
+}
 /* Distinct settings a backend answered matmul_workspace_size under (cuda_quant_state.seen):
  * a scratch a caller planned by that answer was planned under one of them. */
 #define CUDA_QUANT_PATHS_SEEN 32

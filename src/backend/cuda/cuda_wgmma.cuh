@@ -119,15 +119,18 @@ static PFN_cuTensorMapEncodeTiled_v12000 wg_encode_fn(void) {
     return fn;
 }
 
-/* [rows, K] row-major elements of elem bytes at p, boxes of box_rows x 128 bytes, 128-byte swizzle */
-static int wg_map(CUtensorMap *map, const void *p, int elem, int64_t rows, int64_t K, int box_rows) {
+/* [rows, K] row-major elements of elem bytes at p, boxes of box_rows x box_bytes (128 or 64)
+ * bytes, swizzled at that width */
+static int wg_map(CUtensorMap *map, const void *p, int elem, int64_t rows, int64_t K, int box_rows,
+                  int box_bytes = WG_ROW) {
     PFN_cuTensorMapEncodeTiled_v12000 enc = wg_encode_fn();
     if (!enc)
         return 0;
     cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)(K * elem)};
-    cuuint32_t box[2] = {(cuuint32_t)(WG_ROW / elem), (cuuint32_t)box_rows}, one[2] = {1, 1};
+    cuuint32_t box[2] = {(cuuint32_t)(box_bytes / elem), (cuuint32_t)box_rows}, one[2] = {1, 1};
     return enc(map, elem == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)p, dims,
-               strides, box, one, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+               strides, box, one, CU_TENSOR_MAP_INTERLEAVE_NONE,
+               box_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
