@@ -23,7 +23,8 @@
  *     S' ; the next chunk's operands arrive by cp.async while this one computes.
  * Every product runs on the tensor cores with PTX's mma.sync fragment layouts, each operand
  * split x = hi + lo and a b ~ hi hi + hi lo + lo hi (the dropped lo lo is second order), in one
- * of three forms (clef_backend_cuda_tune_gdn_products, or the environment's CLEF_GDN_PRODUCTS):
+ * of three forms (clef_backend_cuda_tune_gdn_products, or the environment's CLEF_GDN_PRODUCTS;
+ * a fourth, opt-in, below):
  *   3xBF16 over split planes (the default since run17, GC_FORM_PLANES, m16n8k16): the
  *     parallel pass stores -W, Q' and Kd as bf16 hi / lo plane pairs instead of fp32 (the
  *     same bytes), the walk keeps its state tile in registers and splits the state and v_new
@@ -42,13 +43,15 @@
  * walks 0.27 (run16's form 0.34 / 0.37; Nsight Compute: the walk's instructions -54%, its time
  * -29%). The parallel pass of the planes form is the slower one: its -W and Q' plane stores
  * write 4 bytes a lane (half of each 32-byte sector an instruction), the pattern whose change
- * to float2 stores (gc_tiles_store) made run16's pass ~10% faster in the same run. Tried and
- * dropped in run16: the walk's operands split once as planes read by plain loads, with Kd^T
- * stored transposed (0.85 ms); run17's planes differ in ldmatrix (one instruction per 16x16
- * operand) and Kd stored as it is, read transposed by ldmatrix.trans. An earlier form with
- * WMMA fragments and four kernels per segment took 1.57-1.78 ms: WMMA's TF32 fragments loaded
- * through generic addresses, converted by an emulated cvt.rna.tf32 (six instructions an
- * element) and split once per tile instead of once per warp.
+ * to float2 stores (gc_tiles_store) made run16's pass ~10% faster in the same run; the opt-in
+ * fourth form (bf16x3-planes-wide, GC_FORM_PLANES_WIDE) stores them 8 bytes a lane, the same
+ * bits, not yet timed on a device. Tried and dropped in run16: the walk's operands split once
+ * as planes read by plain loads, with Kd^T stored transposed (0.85 ms); run17's planes differ
+ * in ldmatrix (one instruction per 16x16 operand) and Kd stored as it is, read transposed by
+ * ldmatrix.trans. An earlier form with WMMA fragments and four kernels per segment took
+ * 1.57-1.78 ms: WMMA's TF32 fragments loaded through generic addresses, converted by an
+ * emulated cvt.rna.tf32 (six instructions an element) and split once per tile instead of once
+ * per warp.
  *
  * CLEF_GDN_RECURRENT (and head dims past 128): the exact token-by-token recurrence with the
  * state held in registers, the reference form. The columns of S (one per value dim) evolve
@@ -281,7 +284,7 @@ extern "C" void clef_backend_cuda_tune_gdn(int seg_chunks, int slice_cols) {
 
 extern "C" void clef_backend_cuda_tune_gdn_products(int form) {
     gc_products_tuned = form == CLEF_GDN_PRODUCTS_TF32X3 || form == CLEF_GDN_PRODUCTS_BF16X3 ||
-                                form == CLEF_GDN_PRODUCTS_BF16X3_PLANES
+                                form == CLEF_GDN_PRODUCTS_BF16X3_PLANES || form == CLEF_GDN_PRODUCTS_BF16X3_PLANES_WIDE
                             ? form
                             : 0;
 }
@@ -530,6 +533,7 @@ __device__ __forceinline__ void gc_gemm_bf(float (&acc)[MT][NT][4], const float 
 
 /* The product form of the chunked kernels: 3xBF16 (the default) or 3xTF32 (the run15 form,
  * kept for comparison and as the fallback: clef_backend_cuda_tune_gdn_products). */
+#define GC_FORM_PLANES_WIDE 3 /* opt-in, not yet measured: GC_FORM_PLANES, 8-byte plane stores */
 #define GC_FORM_PLANES 2
 #define GC_FORM_BF16 1
 #define GC_FORM_TF32 0
@@ -678,22 +682,46 @@ __device__ __forceinline__ void gc_gemm_planes(float (&acc)[MT][2][4], const __n
 }
 
 /* Accumulator tiles (times sign) stored as a plane pair (hi, lo = hi + po), row stride ld
- * (shared or global memory): each element pair split as gc_split_bf splits it. */
-template <int MT, int NT>
+ * (shared or global memory): each element pair split as gc_split_bf splits it. A lane holds
+ * two adjacent elements of a row per 8-column tile, so it stores 4 bytes a plane: half of a
+ * 32-byte sector per instruction and row. WIDE (NT even): lanes t and t ^ 1 swap one pair, so
+ * that an even lane stores columns 2t .. 2t + 3 of the first tile of two and an odd lane
+ * columns 2t - 2 .. 2t + 1 of the second: 8 bytes a lane, whole sectors. */
+template <bool WIDE, int MT, int NT>
 __device__ __forceinline__ void gc_tiles_store_planes(const float (&acc)[MT][NT][4], __nv_bfloat16 *C, int64_t ld,
                                                       int64_t po, int r0, int n0, float sign) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    if (WIDE) {
+        static_assert(!WIDE || NT % 2 == 0, "wide plane stores pair 8-column tiles");
+        const bool odd = t & 1;
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++)
+        for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-        for (int nt = 0; nt < NT; nt++)
+            for (int nt = 0; nt < NT; nt += 2)
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                __nv_bfloat16 *c = C + (int64_t)(r0 + mt * 16 + g + 8 * h) * ld + n0 + nt * 8 + 2 * t;
-                uint32_t hi, lo;
-                gc_split_bf(sign * acc[mt][nt][2 * h], sign * acc[mt][nt][2 * h + 1], hi, lo);
-                *(uint32_t *)c = hi, *(uint32_t *)(c + po) = lo;
-            }
+                for (int h = 0; h < 2; h++) {
+                    uint32_t h0, l0, h1, l1;
+                    gc_split_bf(sign * acc[mt][nt][2 * h], sign * acc[mt][nt][2 * h + 1], h0, l0);
+                    gc_split_bf(sign * acc[mt][nt + 1][2 * h], sign * acc[mt][nt + 1][2 * h + 1], h1, l1);
+                    const uint32_t hs = __shfl_xor_sync(0xffffffffu, odd ? h0 : h1, 1);
+                    const uint32_t ls = __shfl_xor_sync(0xffffffffu, odd ? l0 : l1, 1);
+                    __nv_bfloat16 *c = C + (int64_t)(r0 + mt * 16 + g + 8 * h) * ld + n0 + nt * 8 + (odd ? 6 + 2 * t : 2 * t);
+                    *(uint2 *)c = odd ? make_uint2(hs, h1) : make_uint2(h0, hs);
+                    *(uint2 *)(c + po) = odd ? make_uint2(ls, l1) : make_uint2(l0, ls);
+                }
+    } else {
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    __nv_bfloat16 *c = C + (int64_t)(r0 + mt * 16 + g + 8 * h) * ld + n0 + nt * 8 + 2 * t;
+                    uint32_t hi, lo;
+                    gc_split_bf(sign * acc[mt][nt][2 * h], sign * acc[mt][nt][2 * h + 1], hi, lo);
+                    *(uint32_t *)c = hi, *(uint32_t *)(c + po) = lo;
+                }
+    }
 }
 
 /* Four consecutive floats as a plane pair (two 8-byte stores). */
@@ -832,7 +860,7 @@ __global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a
                 y.x *= fk, y.y *= fk, y.z *= fk, y.w *= fk;
                 *(float4 *)(Qs + r * ldk + d) = x, *(float4 *)(Ks + r * ldk + d) = y;
                 const float4 kdv = make_float4(fd * y.x, fd * y.y, fd * y.z, fd * y.w);
-                if (FORM == GC_FORM_PLANES)
+                if (FORM >= GC_FORM_PLANES)
                     gc_store4_planes((__nv_bfloat16 *)kd + r * dkp + d, GC * dkp, kdv);
                 else
                     *(float4 *)(kd + r * dkp + d) = kdv;
@@ -943,13 +971,14 @@ __global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a
         gc_product<4, 2, false, false, true, FORM>(acc, As, lda, B, ldb, 0, 0, GC);
         __syncwarp(); /* every lane's reads of the stripe done */
         gc_tiles_store(acc, B, ldb, 0, 0, 1.0f);
-        if (FORM == GC_FORM_PLANES && isw)
-            gc_tiles_store_planes(acc, gc_planes_at(w.wn, ch, dkp) + cj * 16, dkp, GC * dkp, 0, 0, -1.0f);
+        if (FORM >= GC_FORM_PLANES && isw)
+            gc_tiles_store_planes<FORM == GC_FORM_PLANES_WIDE>(acc, gc_planes_at(w.wn, ch, dkp) + cj * 16, dkp,
+                                                                GC * dkp, 0, 0, -1.0f);
         else
             gc_tiles_store(acc, dst, ldd, 0, 0, isw ? -1.0f : 1.0f);
     }
     __syncthreads();
-    if (FORM == GC_FORM_PLANES) {
+    if (FORM >= GC_FORM_PLANES) {
         /* Q' = exp(gamma) q + (-P) W as a plane pair over the fp32 exp(gamma) q it starts from:
          * a warp's Q' stripe (one at most: dkp <= 128 makes nsk <= NW) reads its fp32 columns
          * first, and the planes, whose bytes overlap other warps' columns, are written after
@@ -960,7 +989,8 @@ __global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a
         __syncthreads();
         if (warp < nsk) {
             gc_product<4, 2, false, false, true, FORM>(acc, Ps, lda, Ks + warp * 16, ldk, 0, 0, GC);
-            gc_tiles_store_planes(acc, gc_planes_at(w.qp, ch, dkp) + warp * 16, dkp, GC * dkp, 0, 0, 1.0f);
+            gc_tiles_store_planes<FORM == GC_FORM_PLANES_WIDE>(acc, gc_planes_at(w.qp, ch, dkp) + warp * 16, dkp,
+                                                                GC * dkp, 0, 0, 1.0f);
         }
         for (int s = nsk + warp; s < nst; s += NW) {
             const int cj = s - nsk;
@@ -1132,7 +1162,7 @@ __global__ void __launch_bounds__(GC_WALK_WARPS * 32, 1)
                 S[mt][nt][e] = (owner && !st_zero && i < dk && j0 + j < dv) ? sth[(int64_t)i * dv + j0 + j] : 0.0f;
             }
     if (owner)
-        gc_tiles_store_planes(S, Sp, ldn, pS, sr0, sn0, 1.0f);
+        gc_tiles_store_planes<false>(S, Sp, ldn, pS, sr0, sn0, 1.0f);
 
     auto load_wu = [&](int64_t c) { /* -W, Q', U, O0 of chunk c: one commit group (maybe empty) */
         if (c < n) {
@@ -1171,7 +1201,7 @@ __global__ void __launch_bounds__(GC_WALK_WARPS * 32, 1)
             gc_tiles_load(acc, UO, ldu, pr0, pn0);
             gc_gemm_planes<MT, false>(acc, WQ, ldk, pWQ, Sp, ldn, pS, pr0, pn0, dkp);
             if (pr0 < GC)
-                gc_tiles_store_planes(acc, Vp, ldn, pV, pr0, pn0, 1.0f);
+                gc_tiles_store_planes<false>(acc, Vp, ldn, pV, pr0, pn0, 1.0f);
             else
                 gc_tiles_store_clip(acc, a.o + t0 * a.ldo + h * dv + j0, a.ldo, pr0 - GC, pn0, L, dv - j0);
         }
@@ -1187,7 +1217,7 @@ __global__ void __launch_bounds__(GC_WALK_WARPS * 32, 1)
                     for (int e = 0; e < 4; e++)
                         S[mt][nt][e] *= el;
             gc_gemm_planes<MT, true>(S, Kb, ldk, pK, Vp, ldn, pV, sr0, sn0, GC);
-            gc_tiles_store_planes(S, Sp, ldn, pS, sr0, sn0, 1.0f);
+            gc_tiles_store_planes<false>(S, Sp, ldn, pS, sr0, sn0, 1.0f);
         }
         __syncthreads(); /* Kd and v_new read */
         load_k(c + 1);
@@ -1225,15 +1255,17 @@ static bool gdn_chunked_fits(const cuda_context *ctx, const clef_gdn_args *args)
  * rebuild), else GC_FORM_DEFAULT. */
 static int gdn_products_form(void) {
     if (gc_products_tuned)
-        return gc_products_tuned == CLEF_GDN_PRODUCTS_TF32X3  ? GC_FORM_TF32
-               : gc_products_tuned == CLEF_GDN_PRODUCTS_BF16X3 ? GC_FORM_BF16
-                                                               : GC_FORM_PLANES;
+        return gc_products_tuned == CLEF_GDN_PRODUCTS_TF32X3         ? GC_FORM_TF32
+               : gc_products_tuned == CLEF_GDN_PRODUCTS_BF16X3        ? GC_FORM_BF16
+               : gc_products_tuned == CLEF_GDN_PRODUCTS_BF16X3_PLANES ? GC_FORM_PLANES
+                                                                      : GC_FORM_PLANES_WIDE;
     static int from_env = -1; /* read once; a racing first read stores the same value */
     if (from_env < 0) {
         const char *v = getenv("CLEF_GDN_PRODUCTS");
         from_env = v && !strcmp(v, "tf32x3")          ? GC_FORM_TF32
                    : v && !strcmp(v, "bf16x3")        ? GC_FORM_BF16
                    : v && !strcmp(v, "bf16x3-planes") ? GC_FORM_PLANES
+                   : v && !strcmp(v, "bf16x3-planes-wide") ? GC_FORM_PLANES_WIDE
                                                       : GC_FORM_DEFAULT;
     }
     return from_env;
@@ -1249,12 +1281,13 @@ static void gdn_chunked(clef_backend *be, const clef_gdn_args *args, void *scrat
     const int dvp = gdn_dvp(args->dv), nc = gdn_slice_cols(be, Hv, dvp);
     const int form = gdn_products_form();
     const size_t prep_smem = gdn_prep_smem(args->dk, args->dv, form);
-    const size_t walk_smem = form == GC_FORM_PLANES ? gdn_walk_planes_smem(args->dk, nc) : gdn_walk_smem(args->dk, nc, form);
-    void (*prep)(clef_gdn_args, int64_t, gdn_seg_ws) = form == GC_FORM_PLANES ? k_gdn_prep<GC_FORM_PLANES>
+    const size_t walk_smem = form >= GC_FORM_PLANES ? gdn_walk_planes_smem(args->dk, nc) : gdn_walk_smem(args->dk, nc, form);
+    void (*prep)(clef_gdn_args, int64_t, gdn_seg_ws) = form == GC_FORM_PLANES_WIDE ? k_gdn_prep<GC_FORM_PLANES_WIDE>
+                                                       : form == GC_FORM_PLANES ? k_gdn_prep<GC_FORM_PLANES>
                                                        : form == GC_FORM_BF16 ? k_gdn_prep<GC_FORM_BF16>
                                                                               : k_gdn_prep<GC_FORM_TF32>;
     void (*walk)(clef_gdn_args, int64_t, int64_t, gdn_seg_ws, float *, int) =
-        form == GC_FORM_PLANES ? (nc == 32 ? k_gdn_walk_planes<32> : k_gdn_walk_planes<64>)
+        form >= GC_FORM_PLANES ? (nc == 32 ? k_gdn_walk_planes<32> : k_gdn_walk_planes<64>)
         : form == GC_FORM_BF16 ? (nc == 32 ? k_gdn_walk<32, GC_FORM_BF16> : k_gdn_walk<64, GC_FORM_BF16>)
                                : (nc == 32 ? k_gdn_walk<32, GC_FORM_TF32> : k_gdn_walk<64, GC_FORM_TF32>);
     cuda_record(be, cudaFuncSetAttribute(prep, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)prep_smem),
