@@ -1,8 +1,10 @@
 /*
  * bench_gpu_cores.c — the two sequence cores of the Qwen3.5 backbone alone on the CUDA
  * backend, at the real 27B / 9B head shapes, one layer each: the gated delta rule (chunked
- * vs recurrent form; the chunked one also with the run15 3xTF32 products and over 8 packed
- * records of 1,502 tokens) and causal attention (tensor-core vs fp32 kernel). Prints ms per layer
+ * vs recurrent form; the chunked one also in its earlier product forms, run16's 3xBF16 split
+ * in the product loops and run15's 3xTF32, and the opt-in planes form with wide stores; the
+ * parallel passes and the walks also timed alone, and over 8 packed records of 1,502 tokens) and causal attention (tensor-core
+ * vs fp32 kernel). Prints ms per layer
  * (median of runs after a warm-up), the FLOPs each form must do, and TFLOP/s. It exists so
  * the per-kernel profile (ncu over this program) and the tuning of these kernels need no
  * whole-model run; the whole-model numbers are bench_gpu_forward's.
@@ -53,6 +55,28 @@ typedef struct att_case {
     clef_attention_args a;
     void *ws;
 } att_case;
+
+/* The chunked form's parallel passes alone and its walks alone (clef_backend_cuda_tune_gdn_parts;
+ * the walks over the scratch the last full call left), in the default form, run16's and the
+ * opt-in wide plane stores: where a layer's time goes without a profiler. T printed as the
+ * table's other rows. */
+static void gdn_parts(gdn_case *c, int64_t T, int runs, const char *prefix) {
+    static const int forms[] = {0, CLEF_GDN_PRODUCTS_BF16X3, CLEF_GDN_PRODUCTS_BF16X3_PLANES_WIDE};
+    static const char *names[] = {"", " bf16x3 (run16)", " planes-wide (opt-in)"};
+    const int64_t shown = prefix[0] ? T / 8 : T; /* "8 x 1502" */
+    for (int f = 0; f < 3; f++) {
+        clef_backend_cuda_tune_gdn_products(forms[f]);
+        run_gdn(c); /* the scratch of this form */
+        for (int part = 1; part <= 2; part++) {
+            clef_backend_cuda_tune_gdn_parts(part);
+            const double ms = time_ms(run_gdn, c, runs);
+            printf("| gdn | chunked%s: %s alone | %s%lld | %.3f | | |\n", names[f],
+                   part == 1 ? "parallel passes" : "walks", prefix, (long long)shown, ms);
+        }
+        clef_backend_cuda_tune_gdn_parts(0);
+    }
+    clef_backend_cuda_tune_gdn_products(0);
+}
 
 static void run_attention(void *p) {
     att_case *c = p;
@@ -113,11 +137,17 @@ int main(int argc, char **argv) {
                                    : nc * (double)Hv * 2 * (2 * C * C * dk + C * C * C / 3 + 3 * C * dk * dv + 2 * C * C * dv) / 1e9;
             printf("| gdn | %s | %lld | %.3f | %.1f | %.1f |\n", mode ? "recurrent" : "chunked", (long long)T, ms, gf,
                    gf / ms);
-            if (!mode) { /* the run15 product form (3xTF32) in the same run */
-                clef_backend_cuda_tune_gdn_products(CLEF_GDN_PRODUCTS_TF32X3);
-                const double mt = time_ms(run_gdn, &c, runs);
-                printf("| gdn | chunked tf32x3 | %lld | %.3f | %.1f | %.1f |\n", (long long)T, mt, gf, gf / mt);
+            if (!mode) { /* the earlier product forms in the same run, then each kind of kernel alone */
+                static const int forms[] = {CLEF_GDN_PRODUCTS_BF16X3, CLEF_GDN_PRODUCTS_TF32X3,
+                                            CLEF_GDN_PRODUCTS_BF16X3_PLANES_WIDE};
+                static const char *names[] = {"bf16x3 (run16)", "tf32x3 (run15)", "planes-wide (opt-in)"};
+                for (int f = 0; f < 3; f++) {
+                    clef_backend_cuda_tune_gdn_products(forms[f]);
+                    const double mt = time_ms(run_gdn, &c, runs);
+                    printf("| gdn | chunked %s | %lld | %.3f | %.1f | %.1f |\n", names[f], (long long)T, mt, gf, gf / mt);
+                }
                 clef_backend_cuda_tune_gdn_products(0);
+                gdn_parts(&c, T, runs, "");
             }
             clef_backend_release(gpu, c.ws);
             /* the chunked kernel's tuning (segment length, walk columns) at the long shapes */
@@ -165,14 +195,17 @@ int main(int argc, char **argv) {
         c.ws = clef_backend_alloc(gpu, clef_gdn_workspace_size(gpu, &c.a));
         const double nc = (double)(n_rec * ((rec_len + 63) / 64)), C = 64;
         const double gf = nc * (double)Hv * 2 * (2 * C * C * dk + C * C * C / 3 + 3 * C * dk * dv + 2 * C * C * dv) / 1e9;
-        static const int forms[] = {0, CLEF_GDN_PRODUCTS_TF32X3};
-        static const char *names[] = {"chunked", "chunked tf32x3"};
-        for (int f = 0; f < 2; f++) {
+        static const int forms[] = {0, CLEF_GDN_PRODUCTS_BF16X3, CLEF_GDN_PRODUCTS_TF32X3,
+                                    CLEF_GDN_PRODUCTS_BF16X3_PLANES_WIDE};
+        static const char *names[] = {"chunked", "chunked bf16x3 (run16)", "chunked tf32x3 (run15)",
+                                      "chunked planes-wide (opt-in)"};
+        for (int f = 0; f < 4; f++) {
             clef_backend_cuda_tune_gdn_products(forms[f]);
             const double ms = time_ms(run_gdn, &c, runs);
             printf("| gdn | %s | 8 x 1502 | %.3f | %.1f | %.1f |\n", names[f], ms, gf, gf / ms);
         }
         clef_backend_cuda_tune_gdn_products(0);
+        gdn_parts(&c, T, runs, "8 x ");
         clef_backend_release(gpu, c.ws), clef_backend_release(gpu, start_d);
     }
     clef_backend_release(gpu, in), clef_backend_release(gpu, gbd), clef_backend_release(gpu, out);

@@ -16,7 +16,9 @@
 # delta rule and attention alone per layer (bench_gpu_cores); ncu27: the same under Nsight
 # Compute, one duration per kernel launch. Not in the default list: attn9 / attn27 (attention
 # alone at the model's heads, bench_gpu_attention) and peerattn9 / peerattn27 (the same shapes
-# on torch's FlashAttention-2, peer_attention.py).
+# on torch's FlashAttention-2, peer_attention.py) and peergdn9 / peergdn27 (the delta rule alone on
+# flash-linear-attention's chunk_gated_delta_rule, peer_gdn.py, with its per-kernel GPU times at
+# 2,270 tokens; Triton compiles each new shape first: allow ~60 s a model).
 set -u -o pipefail
 BIN=$1
 LOG=$2
@@ -46,6 +48,8 @@ run_step() {
     attn27) $T "$BIN/bench_gpu_attention" 27b 2>&1 | tee "$LOG/attn_27b.log" ;;
     peerattn9) $T python3 "$HERE/peer_attention.py" 9b 2>&1 | grep -v Warning | tee "$LOG/peer_attn_9b.log" ;;
     peerattn27) $T python3 "$HERE/peer_attention.py" 27b 2>&1 | grep -v Warning | tee "$LOG/peer_attn_27b.log" ;;
+    peergdn9) $T python3 "$HERE/peer_gdn.py" 9b 10 kernels 2>&1 | grep -v Warning | tee "$LOG/peer_gdn_9b.log" ;;
+    peergdn27) $T python3 "$HERE/peer_gdn.py" 27b 10 kernels 2>&1 | grep -v Warning | tee "$LOG/peer_gdn_27b.log" ;;
     *) echo "unknown step $1"; return 2 ;;
   esac
   return "${PIPESTATUS[0]}"

@@ -582,6 +582,48 @@ static void test_gdn_packed(const int64_t *lens, int64_t n_seqs, int64_t Hk, int
     free(start), free(start32);
 }
 
+/* The default product form (operands split once into bf16 planes, read by ldmatrix) against
+ * run16's (split in every product loop) and the opt-in planes form with 8-byte plane stores,
+ * on the same inputs: the same three products of the same bf16 halves in the same order, so
+ * the outputs and states must be equal bit for bit (bound 0). T, heads and aligned rows as the model runs them; state carried in. */
+static void test_gdn_forms_equal(int64_t T, int64_t Hk, int64_t Hv) {
+    const int64_t dk = 128, dv = 128, ldq = Hk * dk * 2 + Hv * dv, ldo = Hv * dv;
+    const size_t nqkv = (size_t)(T * ldq), nh = (size_t)(T * Hv), ns = (size_t)(Hv * dk * dv), no = (size_t)(T * ldo);
+    float *qkv = malloc(nqkv * 4), *g = malloc(nh * 4), *beta = malloc(nh * 4), *st = malloc(ns * 4);
+    float *o[3] = {malloc(no * 4), malloc(no * 4), malloc(no * 4)};
+    float *so[3] = {malloc(ns * 4), malloc(ns * 4), malloc(ns * 4)};
+    fill_normal(qkv, nqkv, 1.0f), fill_normal(st, ns, 0.1f);
+    for (size_t i = 0; i < nh; i++)
+        g[i] = -(float)(rnd_uniform() * 0.5), beta[i] = (float)(0.05 + 0.9 * rnd_uniform());
+    float *qd = to_gpu(gpu, qkv, nqkv * 4), *gd = to_gpu(gpu, g, nh * 4), *bd = to_gpu(gpu, beta, nh * 4);
+    float *o_d = gpu_poisoned(no), *sd = gpu_poisoned(ns);
+    clef_gdn_args ag = {.T = T, .n_k_heads = Hk, .n_v_heads = Hv, .dk = dk, .dv = dv, .q = qd, .ldq = ldq,
+                        .k = qd + Hk * dk, .ldk = ldq, .v = qd + 2 * Hk * dk, .ldv = ldq, .g = gd, .beta = bd,
+                        .state = sd, .o = o_d, .ldo = ldo, .l2norm_qk = 1, .mode = CLEF_GDN_CHUNKED};
+    void *gs = clef_backend_alloc(gpu, clef_gdn_workspace_size(gpu, &ag));
+    static const int forms[] = {CLEF_GDN_PRODUCTS_BF16X3_PLANES, CLEF_GDN_PRODUCTS_BF16X3,
+                                CLEF_GDN_PRODUCTS_BF16X3_PLANES_WIDE};
+    for (int f = 0; f < 3; f++) {
+        clef_backend_cuda_tune_gdn_products(forms[f]);
+        clef_backend_write(gpu, sd, st, ns * 4);
+        clef_gdn(gpu, &ag, gs);
+        readback(o[f], o_d, no);
+        readback(so[f], sd, ns);
+    }
+    clef_backend_cuda_tune_gdn_products(0);
+    char shape[64];
+    snprintf(shape, sizeof shape, "T=%lld H=%lld/%lld state aligned", (long long)T, (long long)Hk, (long long)Hv);
+    report("gdn planes = run16", shape, rel_l2(o[0], o[1], no), 0.0);
+    report("gdn planes = run16 st", shape, rel_l2(so[0], so[1], ns), 0.0);
+    report("gdn wide = planes", shape, rel_l2(o[2], o[0], no), 0.0); /* the opt-in 8-byte plane stores */
+    report("gdn wide = planes st", shape, rel_l2(so[2], so[0], ns), 0.0);
+    clef_backend_release(gpu, qd), clef_backend_release(gpu, gd), clef_backend_release(gpu, bd);
+    clef_backend_release(gpu, o_d), clef_backend_release(gpu, sd), clef_backend_release(gpu, gs);
+    free(qkv), free(g), free(beta), free(st);
+    for (int f = 0; f < 3; f++)
+        free(o[f]), free(so[f]);
+}
+
 static void test_elementwise(int64_t n) {
     float *x = malloc((size_t)n * 4), *u = malloc((size_t)n * 4), *yc = malloc((size_t)n * 4), *yg = malloc((size_t)n * 4);
     fill_normal(x, (size_t)n, 4.0f), fill_normal(u, (size_t)n, 1.0f);
@@ -857,65 +899,9 @@ static void test_matmul_batch_invariance(int64_t N, int64_t K, int accumulate) {
     free(x), free(y0), free(ha), free(hb);
 }
 
-int main(void) {
-    if (clef_backend_cuda_device_count() == 0) {
-        printf("SKIPPED: no CUDA device\n");
-        return GPU_TEST_SKIPPED;
-    }
-    setvbuf(stdout, NULL, _IOLBF, 0); /* progress survives a timeout */
-    clef_backend_params p = clef_backend_default_params();
-    if (clef_backend_cpu_create(&p, &cpu) != CLEF_OK || clef_backend_cuda_create(0, &gpu) != CLEF_OK) {
-        fprintf(stderr, "backend creation failed: %s\n", clef_last_error());
-        return 1;
-    }
-    clef_backend_cuda_set_gdn_chunked(gpu, 1); /* CLEF_GDN_CHUNKED: the WY/UT kernel (the default too) */
-    test_matmul(1, 64, 48, 1, 0, 0);
-    test_matmul(37, 200, 129, 1, 1, 1);
-    test_matmul(300, 1024, 768, 1, 0, 1);
-    test_matmul(1, 33, 17, 0, 1, 0);
-    test_matmul(45, 130, 70, 0, 0, 1);
-    test_matmul(13, 64, 1, 1, 0, 0); /* weights of < 16 rows: the small-matmul kernel */
-    test_matmul(7, 40, 5, 1, 1, 1);
-    test_matmul(9, 33, 3, 0, 1, 0);
-    test_matmul_reuse();
-    test_get_rows();
-    for (int which = 0; which < 6; which++) {
-        test_rows(which, 1, 5);
-        test_rows(which, 333, 256);
-        test_rows(which, 17, 1000);
-        test_rows(which, 7, 5120); /* longer than NORM_WARP_DIM: the block-per-row kernels */
-    }
-    test_conv(1, 40, 4, 0);
-    test_conv(130, 97, 4, 1);
-    test_conv(77, 31, 3, 0);
-    test_conv(300, 520, 4, 1);
-    test_conv_packed();
-    test_gates(333, 12);
-    test_rope(300, 64, 1);
-    test_rope(19, 24, 0);
-    test_attention(1, 1, 2, 1, 256, 1);
-    test_attention(150, 150, 8, 2, 256, 1);
-    test_attention(70, 70, 4, 4, 24, 1);
-    test_attention(5, 90, 3, 1, 64, 0);
-    test_attention(40, 100, 4, 2, 128, 1);
-    test_attention(700, 700, 4, 1, 256, 1);
-    test_attention(1000, 1000, 2, 1, 64, 1);
-    test_attention(333, 1200, 3, 3, 256, 1);
-    test_attention(600, 600, 4, 4, 72, 0); /* the vision tower's head: zero-padded to 80 */
-    test_attention(97, 97, 2, 1, 80, 1);
-    test_attention(2270, 2270, 6, 1, 256, 1); /* the 27B's group of 6 query heads per kv head */
-    test_attention(8192, 8192, 2, 1, 256, 1);
-    test_attention(129, 129, 4, 2, 128, 0);
-    {
-        const int64_t mixed[] = {0, 1, 700, 5, 64, 129, 0, 300, 1502};
-        test_attention_packed(9, mixed, 4, 2, 256, 1, 1);
-        const int64_t records[] = {1502, 1502, 1502, 1502, 1502, 1502, 1502, 1502};
-        test_attention_packed(8, records, 24, 4, 256, 1, 0); /* the 27B's heads, 8 x 1,502 */
-        const int64_t small[] = {3, 0, 200, 77};
-        test_attention_packed(4, small, 2, 1, 64, 1, 1);
-        const int64_t frames[] = {256, 64, 0, 130}; /* the vision tower: frames, 72 dims, not causal */
-        test_attention_packed(4, frames, 4, 4, 72, 0, 1);
-    }
+/* The chunked and recurrent delta-rule checks (all of them: `test_cuda_ops gdn` runs only
+ * these, for a device run that changes nothing else). */
+static void test_gdn_all(void) {
     for (int mode = 0; mode < 2; mode++) {
         const clef_gdn_mode m = mode ? CLEF_GDN_RECURRENT : CLEF_GDN_CHUNKED;
         test_gdn(1, 2, 4, 128, 128, 0, 1, m);
@@ -966,8 +952,93 @@ int main(void) {
         const int64_t lens2[] = {0, 200, 1, 0, 65, 1100, 3};
         test_gdn_packed(lens2, 7, 16, 32);
     }
+    /* run16's form (3xBF16, operands split in every product loop; the default until run17 split
+     * them once into bf16 planes), kept selectable for comparison: the same products in the same
+     * order, so the same bounds (and test_gdn_forms_equal: the same bits) */
+    clef_backend_cuda_tune_gdn_products(CLEF_GDN_PRODUCTS_BF16X3);
+    gdn_form = " bf16x3";
+    test_gdn(65, 1, 2, 24, 20, 1, 1, CLEF_GDN_CHUNKED);
+    test_gdn(300, 16, 48, 128, 128, 0, 0, CLEF_GDN_CHUNKED);
+    test_gdn(8192, 1, 1, 128, 128, 1, 1, CLEF_GDN_CHUNKED);
+    gdn_row_pad = 0;
+    test_gdn(1000, 16, 32, 128, 128, 1, 1, CLEF_GDN_CHUNKED);
+    gdn_row_pad = 1;
+    {
+        const int64_t lens2[] = {0, 200, 1, 0, 65, 1100, 3};
+        test_gdn_packed(lens2, 7, 16, 32);
+    }
     clef_backend_cuda_tune_gdn_products(0);
     gdn_form = "";
+    test_gdn_forms_equal(2270, 16, 48); /* the 27B's heads: 64-column walk blocks, 3 segments */
+    test_gdn_forms_equal(1000, 16, 32); /* the 9B's: 32-column walk blocks */
+}
+
+int main(int argc, char **argv) {
+    if (clef_backend_cuda_device_count() == 0) {
+        printf("SKIPPED: no CUDA device\n");
+        return GPU_TEST_SKIPPED;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress survives a timeout */
+    clef_backend_params p = clef_backend_default_params();
+    if (clef_backend_cpu_create(&p, &cpu) != CLEF_OK || clef_backend_cuda_create(0, &gpu) != CLEF_OK) {
+        fprintf(stderr, "backend creation failed: %s\n", clef_last_error());
+        return 1;
+    }
+    clef_backend_cuda_set_gdn_chunked(gpu, 1); /* CLEF_GDN_CHUNKED: the WY/UT kernel (the default too) */
+    if (argc > 1 && !strcmp(argv[1], "gdn")) {
+        test_gdn_all();
+        clef_backend_free(gpu);
+        clef_backend_free(cpu);
+        return test_summary();
+    }
+    test_matmul(1, 64, 48, 1, 0, 0);
+    test_matmul(37, 200, 129, 1, 1, 1);
+    test_matmul(300, 1024, 768, 1, 0, 1);
+    test_matmul(1, 33, 17, 0, 1, 0);
+    test_matmul(45, 130, 70, 0, 0, 1);
+    test_matmul(13, 64, 1, 1, 0, 0); /* weights of < 16 rows: the small-matmul kernel */
+    test_matmul(7, 40, 5, 1, 1, 1);
+    test_matmul(9, 33, 3, 0, 1, 0);
+    test_matmul_reuse();
+    test_get_rows();
+    for (int which = 0; which < 6; which++) {
+        test_rows(which, 1, 5);
+        test_rows(which, 333, 256);
+        test_rows(which, 17, 1000);
+        test_rows(which, 7, 5120); /* longer than NORM_WARP_DIM: the block-per-row kernels */
+    }
+    test_conv(1, 40, 4, 0);
+    test_conv(130, 97, 4, 1);
+    test_conv(77, 31, 3, 0);
+    test_conv(300, 520, 4, 1);
+    test_conv_packed();
+    test_gates(333, 12);
+    test_rope(300, 64, 1);
+    test_rope(19, 24, 0);
+    test_attention(1, 1, 2, 1, 256, 1);
+    test_attention(150, 150, 8, 2, 256, 1);
+    test_attention(70, 70, 4, 4, 24, 1);
+    test_attention(5, 90, 3, 1, 64, 0);
+    test_attention(40, 100, 4, 2, 128, 1);
+    test_attention(700, 700, 4, 1, 256, 1);
+    test_attention(1000, 1000, 2, 1, 64, 1);
+    test_attention(333, 1200, 3, 3, 256, 1);
+    test_attention(600, 600, 4, 4, 72, 0); /* the vision tower's head: zero-padded to 80 */
+    test_attention(97, 97, 2, 1, 80, 1);
+    test_attention(2270, 2270, 6, 1, 256, 1); /* the 27B's group of 6 query heads per kv head */
+    test_attention(8192, 8192, 2, 1, 256, 1);
+    test_attention(129, 129, 4, 2, 128, 0);
+    {
+        const int64_t mixed[] = {0, 1, 700, 5, 64, 129, 0, 300, 1502};
+        test_attention_packed(9, mixed, 4, 2, 256, 1, 1);
+        const int64_t records[] = {1502, 1502, 1502, 1502, 1502, 1502, 1502, 1502};
+        test_attention_packed(8, records, 24, 4, 256, 1, 0); /* the 27B's heads, 8 x 1,502 */
+        const int64_t small[] = {3, 0, 200, 77};
+        test_attention_packed(4, small, 2, 1, 64, 1, 1);
+        const int64_t frames[] = {256, 64, 0, 130}; /* the vision tower: frames, 72 dims, not causal */
+        test_attention_packed(4, frames, 4, 4, 72, 0, 1);
+    }
+    test_gdn_all();
     test_elementwise(10007);
     test_head_ops();
     test_norm_widths();

@@ -73,12 +73,24 @@ void clef_backend_cuda_set_graphs(clef_backend *be, int on);
 void clef_backend_cuda_tune_gdn(int seg_chunks, int slice_cols);
 
 /* The chunked gated delta rule's tensor-core products, process-wide (tests and benches; the
- * environment's CLEF_GDN_PRODUCTS = tf32x3 | bf16x3 does the same for a whole program):
- * 0 = the default (CLEF_GDN_PRODUCTS_BF16X3: ~8e-6 vs a float64 recurrence),
- * CLEF_GDN_PRODUCTS_TF32X3 = the run15 form (~3e-6). Set before a call. */
+ * environment's CLEF_GDN_PRODUCTS = tf32x3 | bf16x3 | bf16x3-planes[-wide] does the same for a whole
+ * program): 0 = the default (CLEF_GDN_PRODUCTS_BF16X3_PLANES: 3xBF16 with the operands split
+ * once into bf16 hi / lo planes and read by ldmatrix, run17), CLEF_GDN_PRODUCTS_BF16X3 = the
+ * run16 form (the same products, operands split in every product loop: ~8e-6 vs a float64
+ * recurrence), CLEF_GDN_PRODUCTS_TF32X3 = the run15 form (~3e-6). Set before a call. */
 #define CLEF_GDN_PRODUCTS_TF32X3 1
 #define CLEF_GDN_PRODUCTS_BF16X3 2
+#define CLEF_GDN_PRODUCTS_BF16X3_PLANES 3
+/* Opt-in, checked by test_cuda_ops but not yet timed on a device: the planes form with the
+ * parallel pass's plane stores 8 bytes a lane instead of 4 (`bf16x3-planes-wide`; the same
+ * bits). run17_gdn2 measured that pass slower than run16's by its narrow stores. */
+#define CLEF_GDN_PRODUCTS_BF16X3_PLANES_WIDE 4
 void clef_backend_cuda_tune_gdn_products(int form);
+
+/* Bench-only: the chunked delta rule launches only its parallel passes (parts = 1) or only
+ * its walks (2; over whatever the scratch holds), so that a bench can time each kind of
+ * kernel alone; 0 = both (the default). The outputs are garbage unless both run. */
+void clef_backend_cuda_tune_gdn_parts(int parts);
 
 /* 1 when tensor-core attention (head_dim 64, 65-80, 128, 256, with scratch) runs the register-
  * accumulator flash kernel (cuda_flash.cu: its accumulator layout was checked on this
