@@ -12,6 +12,7 @@ extern "C" {
 #include "core/log.h"
 }
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,14 +22,21 @@ int cuda_supports_format(clef_backend *be, clef_wtype t) {
            t == CLEF_WTYPE_INT8_CONVROT;
 }
 
-/* A GEMM choice named by environment variable `var` (same-run comparisons, cuda_quant.h):
- * the value paired with its text in names, else dflt (unset or not a name). */
+/* A choice named by environment variable `var` (docs/cli.md, "Environment"): the value paired
+ * with its text in names, else dflt (unset, or not a name: then a warning naming the variable
+ * and the names it takes, so a typo does not pass for the default unseen). */
 typedef struct env_name { const char *name; int value; } env_name;
 static int env_choice(const char *var, const env_name *names, int n, int dflt) {
     const char *v = getenv(var);
-    for (int i = 0; v && i < n; i++)
+    if (!v)
+        return dflt;
+    for (int i = 0; i < n; i++)
         if (!strcmp(v, names[i].name))
             return names[i].value;
+    char known[256] = "";
+    for (int i = 0; i < n; i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", names[i].name);
+    clef_log(CLEF_LOG_WARN, "%s=%s is not one of: %s; the default is used", var, v, known);
     return dflt;
 }
 
@@ -56,7 +64,17 @@ cuda_quant_state *cuda_quant_state_of(clef_backend *be) {
             ctx->quant->fp8_exact_wgmma = env_choice("CLEF_CUDA_FP8_EXACT_GEMM", fp8_exact, 10,
                                                      CUDA_QUANT_FP8_EXACT_WGMMA_DEFAULT);
             ctx->quant->nf4_gemm = env_choice("CLEF_CUDA_NF4_GEMM", nf4, 3, CUDA_QUANT_NF4_DEFAULT);
-            ctx->quant->fp8_promoted = CUDA_QUANT_FP8_PROMOTED_DEFAULT;
+            /* the FP8 path: exact by default (cuda_quant_internal.cuh says why); the fp8 tensor
+             * cores or the promoted kernel for speed, as their setters choose them */
+            static const env_name fp8_path[] = {{"exact", 0},
+                                                {"tensor-cores", -1},
+                                                {"promoted128", CLEF_CUDA_FP8_PROMOTE_128},
+                                                {"promoted32", CLEF_CUDA_FP8_PROMOTE_32}};
+            const int fp8 = env_choice("CLEF_CUDA_FP8", fp8_path, 4, 0);
+            ctx->quant->fp8_tensor_cores = fp8 == -1;
+            ctx->quant->fp8_promoted = fp8 == CLEF_CUDA_FP8_PROMOTE_128 || fp8 == CLEF_CUDA_FP8_PROMOTE_32
+                                           ? fp8
+                                           : CUDA_QUANT_FP8_PROMOTED_DEFAULT;
             const char *fused = getenv("CLEF_CUDA_FUSED_QUANT"); /* "0": the standalone quantizers only */
             ctx->quant->fused = !(fused && !strcmp(fused, "0"));
         }
