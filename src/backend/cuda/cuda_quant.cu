@@ -442,9 +442,17 @@ size_t cuda_quant_workspace_size(clef_backend *be, int64_t T, const clef_matrix 
     return bytes_for(&p, T, w);
 }
 
-extern "C" void clef_backend_cuda_set_convrot_exact(clef_backend *be, int on) {
+/* For a setter of the quantized matmuls' paths: the backend's state (NULL if it could not be
+ * made), after marking its recorded forwards stale — the recordings made before the change
+ * launch other kernels (or the same ones with other scratch). */
+static cuda_quant_state *quant_setting(clef_backend *be) {
     cuda_quant_state *st = cuda_quant_state_of(be);
-    cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
+    cuda_ctx(be)->graph_epoch++;
+    return st;
+}
+
+extern "C" void clef_backend_cuda_set_convrot_exact(clef_backend *be, int on) {
+    cuda_quant_state *st = quant_setting(be);
     if (st) {
         st->convrot_exact = on != 0;
     }
@@ -455,16 +463,14 @@ static int wgmma_variant(int v) {
 }
 
 extern "C" void clef_backend_cuda_set_int8_wgmma(clef_backend *be, int variant) {
-    cuda_quant_state *st = cuda_quant_state_of(be);
-    cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
+    cuda_quant_state *st = quant_setting(be);
     if (st) /* INT8 also takes its own variants, the persistent and ping-pong kernels */
         st->int8_wgmma =
             variant > CLEF_CUDA_WGMMA_LAST && variant <= CLEF_CUDA_WGMMA_INT8_LAST ? variant : wgmma_variant(variant);
 }
 
 extern "C" void clef_backend_cuda_set_fp8_exact_wgmma(clef_backend *be, int variant) {
-    cuda_quant_state *st = cuda_quant_state_of(be);
-    cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
+    cuda_quant_state *st = quant_setting(be);
     if (st) {
         st->fp8_exact_wgmma = cuda_fp8_exact_is_mixed(variant) && variant != CLEF_CUDA_WGMMA_AUTO
                                   ? variant
@@ -478,8 +484,7 @@ extern "C" int clef_backend_cuda_fp8_exact_wgmma(clef_backend *be) {
 }
 
 extern "C" void clef_backend_cuda_set_nf4_gemm(clef_backend *be, int mode) {
-    cuda_quant_state *st = cuda_quant_state_of(be);
-    cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
+    cuda_quant_state *st = quant_setting(be);
     if (st) {
         st->nf4_gemm = mode == CLEF_CUDA_NF4_FUSED || mode == CLEF_CUDA_NF4_RUN15 ? mode : CLEF_CUDA_NF4_DEQUANT;
     }
@@ -491,24 +496,21 @@ extern "C" int clef_backend_cuda_nf4_gemm(clef_backend *be) {
 }
 
 extern "C" void clef_backend_cuda_set_fp8_epilogue(clef_backend *be, int on) {
-    cuda_quant_state *st = cuda_quant_state_of(be);
-    cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
+    cuda_quant_state *st = quant_setting(be);
     if (st) {
         st->fp8_force_epilogue = on != 0;
     }
 }
 
 extern "C" void clef_backend_cuda_set_fp8_tensor_cores(clef_backend *be, int on) {
-    cuda_quant_state *st = cuda_quant_state_of(be);
-    cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
+    cuda_quant_state *st = quant_setting(be);
     if (st) {
         st->fp8_tensor_cores = on != 0;
     }
 }
 
 extern "C" void clef_backend_cuda_set_fp8_promoted(clef_backend *be, int variant) {
-    cuda_quant_state *st = cuda_quant_state_of(be);
-    cuda_ctx(be)->graph_epoch++; /* the recordings made before launch other kernels */
+    cuda_quant_state *st = quant_setting(be);
     if (st) {
         st->fp8_promoted = variant == CLEF_CUDA_FP8_PROMOTE_128 || variant == CLEF_CUDA_FP8_PROMOTE_32
                                ? variant
@@ -517,7 +519,7 @@ extern "C" void clef_backend_cuda_set_fp8_promoted(clef_backend *be, int variant
 }
 
 extern "C" void clef_backend_cuda_set_fp8_slice_bytes(clef_backend *be, size_t bytes) {
-    cuda_quant_state *st = cuda_quant_state_of(be);
+    cuda_quant_state *st = quant_setting(be);
     if (st) {
         st->fp8_slice_bytes = bytes;
     }
