@@ -901,6 +901,24 @@ static void test_matmul_batch_invariance(int64_t N, int64_t K, int accumulate) {
 
 /* The chunked and recurrent delta-rule checks (all of them: `test_cuda_ops gdn` runs only
  * these, for a device run that changes nothing else). */
+/* A selectable product form of the chunked delta rule (CLEF_GDN_PRODUCTS_*) through the
+ * default form's checks that differ by form: odd and model head shapes, 8,192 tokens, aligned
+ * rows, packed records; the same bounds. The default form is set again after. */
+static void test_gdn_other_form(int products, const char *name) {
+    clef_backend_cuda_tune_gdn_products(products);
+    gdn_form = name;
+    test_gdn(65, 1, 2, 24, 20, 1, 1, CLEF_GDN_CHUNKED);
+    test_gdn(300, 16, 48, 128, 128, 0, 0, CLEF_GDN_CHUNKED);
+    test_gdn(8192, 1, 1, 128, 128, 1, 1, CLEF_GDN_CHUNKED);
+    gdn_row_pad = 0;
+    test_gdn(1000, 16, 32, 128, 128, 1, 1, CLEF_GDN_CHUNKED);
+    gdn_row_pad = 1;
+    const int64_t lens[] = {0, 200, 1, 0, 65, 1100, 3};
+    test_gdn_packed(lens, 7, 16, 32);
+    clef_backend_cuda_tune_gdn_products(0);
+    gdn_form = "";
+}
+
 static void test_gdn_all(void) {
     for (int mode = 0; mode < 2; mode++) {
         const clef_gdn_mode m = mode ? CLEF_GDN_RECURRENT : CLEF_GDN_CHUNKED;
@@ -940,35 +958,11 @@ static void test_gdn_all(void) {
     /* the run15 product form (3xTF32), kept selectable for comparison: the same function, the
      * same bounds (its error is ~3e-6 vs float64, the default 3xBF16's ~8e-6 measured in run16:
      * both far inside 1e-3 and 1e-4) */
-    clef_backend_cuda_tune_gdn_products(CLEF_GDN_PRODUCTS_TF32X3);
-    gdn_form = " tf32x3";
-    test_gdn(65, 1, 2, 24, 20, 1, 1, CLEF_GDN_CHUNKED);
-    test_gdn(300, 16, 48, 128, 128, 0, 0, CLEF_GDN_CHUNKED);
-    test_gdn(8192, 1, 1, 128, 128, 1, 1, CLEF_GDN_CHUNKED);
-    gdn_row_pad = 0;
-    test_gdn(1000, 16, 32, 128, 128, 1, 1, CLEF_GDN_CHUNKED);
-    gdn_row_pad = 1;
-    {
-        const int64_t lens2[] = {0, 200, 1, 0, 65, 1100, 3};
-        test_gdn_packed(lens2, 7, 16, 32);
-    }
+    test_gdn_other_form(CLEF_GDN_PRODUCTS_TF32X3, " tf32x3");
     /* run16's form (3xBF16, operands split in every product loop; the default until run17 split
      * them once into bf16 planes), kept selectable for comparison: the same products in the same
      * order, so the same bounds (and test_gdn_forms_equal: the same bits) */
-    clef_backend_cuda_tune_gdn_products(CLEF_GDN_PRODUCTS_BF16X3);
-    gdn_form = " bf16x3";
-    test_gdn(65, 1, 2, 24, 20, 1, 1, CLEF_GDN_CHUNKED);
-    test_gdn(300, 16, 48, 128, 128, 0, 0, CLEF_GDN_CHUNKED);
-    test_gdn(8192, 1, 1, 128, 128, 1, 1, CLEF_GDN_CHUNKED);
-    gdn_row_pad = 0;
-    test_gdn(1000, 16, 32, 128, 128, 1, 1, CLEF_GDN_CHUNKED);
-    gdn_row_pad = 1;
-    {
-        const int64_t lens2[] = {0, 200, 1, 0, 65, 1100, 3};
-        test_gdn_packed(lens2, 7, 16, 32);
-    }
-    clef_backend_cuda_tune_gdn_products(0);
-    gdn_form = "";
+    test_gdn_other_form(CLEF_GDN_PRODUCTS_BF16X3, " bf16x3");
     test_gdn_forms_equal(2270, 16, 48); /* the 27B's heads: 64-column walk blocks, 3 segments */
     test_gdn_forms_equal(1000, 16, 32); /* the 9B's: 32-column walk blocks */
 }
