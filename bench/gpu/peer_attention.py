@@ -10,12 +10,12 @@ scale 1/16. Prints markdown rows matching bench_gpu_attention's table.
 
   python3 peer_attention.py 9b|27b [runs]
 """
-import statistics
 import sys
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
+from peer_timing import cuda_median_ms
 
 BURST = 10
 
@@ -47,19 +47,7 @@ def main():
 
                 def call():
                     return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.0625)
-            for _ in range(3):
-                call()
-            torch.cuda.synchronize()
-            times = []
-            for _ in range(runs):
-                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                e0.record()
-                for _ in range(BURST):
-                    call()
-                e1.record()
-                e1.synchronize()
-                times.append(e0.elapsed_time(e1) / BURST)
-        ms = statistics.median(times)
+            ms = cuda_median_ms(call, runs, BURST)
         gf = b * 4.0 * hq * hd * t * (t + 1) / 2 / 1e9
         print(f"| {b} x {t} | {ms:.3f} | {gf:.1f} | {gf / ms:.1f} | {how} |", flush=True)
 

@@ -11,10 +11,10 @@ call too). With `kernels`, also the per-kernel GPU time of one 2,270-token call 
 
   python3 peer_gdn.py 9b|27b [runs] [kernels]
 """
-import statistics
 import sys
 
 import torch
+from peer_timing import cuda_median_ms
 
 
 def main():
@@ -45,18 +45,7 @@ def main():
                                           use_qk_l2norm_in_kernel=True, cu_seqlens=cu)
 
         with torch.no_grad():
-            for _ in range(3):
-                call()
-            torch.cuda.synchronize()
-            times = []
-            for _ in range(runs):
-                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                e0.record()
-                call()
-                e1.record()
-                e1.synchronize()
-                times.append(e0.elapsed_time(e1))
-            print(f"| {b} x {t} | {statistics.median(times):.3f} |", flush=True)
+            print(f"| {b} x {t} | {cuda_median_ms(call, runs):.3f} |", flush=True)
             if per_kernel and b == 1 and t == 2270:
                 from torch.profiler import ProfilerActivity, profile
                 with profile(activities=[ProfilerActivity.CUDA]) as prof:

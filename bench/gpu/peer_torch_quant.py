@@ -13,10 +13,10 @@ Columns (CUDA events, median of reps after 3 warm-ups):
   int8      torch._int_mm(int8 x, int8 W.T) -> int32 (cuBLAS int8), GEMM only
 Random data, never zeros. Prints markdown rows matching bench_gpu_quant's table.
 """
-import statistics
 import sys
 
 import torch
+from peer_timing import cuda_median_ms
 
 SHAPES = {
     "27b": [("in_proj_qkv", 10240, 5120), ("in_proj_z", 6144, 5120), ("out_proj, o_proj", 5120, 6144),
@@ -26,20 +26,6 @@ SHAPES = {
            ("k_proj, v_proj", 1024, 4096), ("gate, up", 12288, 4096), ("down", 4096, 12288)],
 }
 ROWS = [298, 1502, 2270, 8192, 8 * 1502]
-
-
-def timed(fn, reps):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
 
 
 def quantize_fp8(x):
@@ -67,20 +53,20 @@ def main():
             xq, sx = quantize_fp8(x)
             x8 = torch.randint(-127, 128, (t, k), device=dev, dtype=torch.int8)
             fl = 2.0 * n * k * t / 1e9
-            ms_bf16 = timed(lambda: x @ w.t(), reps)
+            ms_bf16 = cuda_median_ms(lambda: x @ w.t(), reps)
             try:
-                ms_fp8 = timed(lambda: torch._scaled_mm(xq, wt, scale_a=sx, scale_b=sw, out_dtype=torch.bfloat16), reps)
+                ms_fp8 = cuda_median_ms(lambda: torch._scaled_mm(xq, wt, scale_a=sx, scale_b=sw, out_dtype=torch.bfloat16), reps)
 
                 def fp8_with_quant():
                     q, s = quantize_fp8(x)
                     return torch._scaled_mm(q, wt, scale_a=s, scale_b=sw, out_dtype=torch.bfloat16)
 
-                ms_fp8q = timed(fp8_with_quant, reps)
+                ms_fp8q = cuda_median_ms(fp8_with_quant, reps)
             except Exception as e:  # a torch without row-wise fp8 on this GPU: say so, go on
                 print("fp8 failed: %s" % e, file=sys.stderr)
                 ms_fp8 = ms_fp8q = float("nan")
             try:
-                ms_i8 = timed(lambda: torch._int_mm(x8, w8.t()), reps)
+                ms_i8 = cuda_median_ms(lambda: torch._int_mm(x8, w8.t()), reps)
             except Exception as e:
                 print("int8 failed: %s" % e, file=sys.stderr)
                 ms_i8 = float("nan")
