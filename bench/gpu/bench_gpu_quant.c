@@ -26,6 +26,7 @@
  * does not depend on the values (accuracy is tests/cuda/test_cuda_quant's business).
  *
  * FP8 runs on the fp8 tensor cores (clef_backend_cuda_set_fp8_tensor_cores, cuBLASLt); with
+ * CLEF_BENCH_FP8_FAST=1 there with cuBLASLt's fast accumulation (CLEF_CUDA_FP8_TC_FAST); with
  * CLEF_BENCH_FP8_EXACT=1 in the environment the exact path, with CLEF_BENCH_FP8_PROMOTED=v our
  * fp8 wgmma kernel with fp32 promotion (v: CLEF_CUDA_FP8_PROMOTE_128 = 1, _32 = 2). The gemm
  * table times the promoted kernel (every variant) and the exact path beside the chosen one.
@@ -241,8 +242,9 @@ static void set_fp8_path(clef_backend *be, int tensor_cores, int promoted) {
 }
 
 /* the gemm table's FP8 columns beside the chosen path: our fp8 wgmma kernel promoting every
- * 128 and every 32 of K (CLEF_CUDA_FP8_PROMOTE_128, _32), and the exact path */
-enum { FP8_P128, FP8_P32, FP8_EXACT, FP8_COLS };
+ * 128 and every 32 of K (CLEF_CUDA_FP8_PROMOTE_128, _32), the exact path, and cuBLASLt's fp8
+ * GEMM with fast accumulation (CLEF_CUDA_FP8_TC_FAST) */
+enum { FP8_P128, FP8_P32, FP8_EXACT, FP8_FAST, FP8_COLS };
 
 static int run_gemm(clef_backend *be, int is27, int reps) {
     int n_sh;
@@ -262,9 +264,9 @@ static int run_gemm(clef_backend *be, int is27, int reps) {
     memset(fwd, 0, sizeof fwd);
     memset(fwd8, 0, sizeof fwd8);
     printf("\n| model | linear | N x K | per forward | T | bf16 ms | TFLOP/s | fp8 ms | TFLOP/s | quantize ms | "
-           "fp8 promo-128 ms | TFLOP/s | fp8 promo-32 ms | TFLOP/s | fp8 exact ms | TFLOP/s | int8 ms | "
-           "TFLOP/s | rotate+quantize ms | nf4 ms | TFLOP/s | dequantize ms |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+           "fp8 promo-128 ms | TFLOP/s | fp8 promo-32 ms | TFLOP/s | fp8 exact ms | TFLOP/s | fp8 fast-accum ms | "
+           "TFLOP/s | int8 ms | TFLOP/s | rotate+quantize ms | nf4 ms | TFLOP/s | dequantize ms |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < n_sh; i++) {
         qmat w[P_COUNT];
         int st = CLEF_OK;
@@ -289,7 +291,8 @@ static int run_gemm(clef_backend *be, int is27, int reps) {
             }
             double ms8[FP8_COLS];
             for (int c = 0; c < FP8_COLS; c++) {
-                set_fp8_path(be, 0, c == FP8_EXACT ? CLEF_CUDA_FP8_PROMOTE_OFF : CLEF_CUDA_FP8_PROMOTE_128 + c);
+                set_fp8_path(be, c == FP8_FAST ? CLEF_CUDA_FP8_TC_FAST : CLEF_CUDA_FP8_TC_OFF,
+                             c >= FP8_EXACT ? CLEF_CUDA_FP8_PROMOTE_OFF : CLEF_CUDA_FP8_PROMOTE_128 + c);
                 ms8[c] = time_matmul(be, reps, T, x, sh[i].K, &w[P_FP8].m, y, times);
                 if (ms8[c] < 0) {
                     fprintf(stderr, "gemm bench: %s fp8 column %d T=%lld: %s\n", sh[i].name, c, (long long)T,
@@ -301,10 +304,11 @@ static int run_gemm(clef_backend *be, int is27, int reps) {
             set_fp8_path(be, bench_fp8_tc, bench_fp8_promoted);
             const double fl = 2.0 * (double)sh[i].N * (double)sh[i].K * (double)T / 1e9; /* GFLOP */
             printf("| %s | %s | %lld x %lld | %d | %lld | %.3f | %.0f | %.3f | %.0f | %.3f | %.3f | %.0f | %.3f | %.0f | "
-                   "%.3f | %.0f | %.3f | %.0f | %.3f | %.3f | %.0f | %.3f |\n",
+                   "%.3f | %.0f | %.3f | %.0f | %.3f | %.0f | %.3f | %.3f | %.0f | %.3f |\n",
                    is27 ? "27B" : "9B", sh[i].name, (long long)sh[i].N, (long long)sh[i].K, sh[i].n_gdn + sh[i].n_other,
                    (long long)T, ms[P_BF16], fl / ms[P_BF16], ms[P_FP8], fl / ms[P_FP8], step[P_FP8], ms8[FP8_P128],
                    fl / ms8[FP8_P128], ms8[FP8_P32], fl / ms8[FP8_P32], ms8[FP8_EXACT], fl / ms8[FP8_EXACT],
+                   ms8[FP8_FAST], fl / ms8[FP8_FAST],
                    ms[P_INT8], fl / ms[P_INT8], step[P_INT8], ms[P_NF4], fl / ms[P_NF4], step[P_NF4]);
             fflush(stdout);
             /* one forward's linears in each precision (see the file comment) */
@@ -324,8 +328,8 @@ static int run_gemm(clef_backend *be, int is27, int reps) {
                (long long)bench_T[ti], fwd[ti][P_BF16], fwd[ti][P_FP8], fwd[ti][P_INT8], fwd[ti][P_NF4],
                fwd[ti][P_FP8] / fwd[ti][P_BF16], fwd[ti][P_INT8] / fwd[ti][P_BF16], fwd[ti][P_NF4] / fwd[ti][P_BF16]);
     printf("\nThe same sums for the FP8 paths beside it (GDN projections in BF16 again; / bf16: over the bf16 "
-           "sum):\n\n| model | T | fp8 ms | promo-128 ms | promo-32 ms | exact ms | promo-128 / bf16 | promo-32 / bf16 "
-           "| exact / bf16 |\n|---|---|---|---|---|---|---|---|---|\n");
+           "sum):\n\n| model | T | fp8 ms | promo-128 ms | promo-32 ms | exact ms | fast-accum ms | promo-128 / bf16 "
+           "| promo-32 / bf16 | exact / bf16 | fast-accum / bf16 |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int ti = 0; ti < N_T; ti++) {
         printf("| %s | %lld | %.2f", is27 ? "27B" : "9B", (long long)bench_T[ti], fwd[ti][P_FP8]);
         for (int c = 0; c < FP8_COLS; c++)
@@ -863,10 +867,15 @@ int main(int argc, char **argv) {
      * about half the BF16 rate, cuda_quant_fp8.cu); CLEF_BENCH_FP8_EXACT=1 times the default */
     const char *fp8_exact = getenv("CLEF_BENCH_FP8_EXACT"), *fp8_promoted = getenv("CLEF_BENCH_FP8_PROMOTED");
     bench_fp8_promoted = fp8_promoted ? atoi(fp8_promoted) : CLEF_CUDA_FP8_PROMOTE_OFF;
-    bench_fp8_tc = !(fp8_exact && !strcmp(fp8_exact, "1")) && !bench_fp8_promoted;
+    const char *fp8_fast = getenv("CLEF_BENCH_FP8_FAST");
+    bench_fp8_tc = fp8_exact && !strcmp(fp8_exact, "1") ? CLEF_CUDA_FP8_TC_OFF
+                   : bench_fp8_promoted                  ? CLEF_CUDA_FP8_TC_OFF
+                   : fp8_fast && !strcmp(fp8_fast, "1")  ? CLEF_CUDA_FP8_TC_FAST
+                                                         : CLEF_CUDA_FP8_TC_PROMOTED;
     set_fp8_path(be, bench_fp8_tc, bench_fp8_promoted);
     printf("FP8 matmuls: %s %d\n",
-           bench_fp8_tc         ? "fp8 tensor cores (clef_backend_cuda_set_fp8_tensor_cores)"
+           bench_fp8_tc == CLEF_CUDA_FP8_TC_FAST ? "fp8 tensor cores, fast accumulation (CLEF_CUDA_FP8_TC_FAST)"
+           : bench_fp8_tc         ? "fp8 tensor cores (clef_backend_cuda_set_fp8_tensor_cores)"
            : bench_fp8_promoted ? "our fp8 wgmma kernel with fp32 promotion, variant"
                                 : "the exact path (bf16 tensor cores on the widened codes)",
            bench_fp8_promoted);

@@ -29,7 +29,8 @@
  * allocation failure in a record); model and context memory are printed for both profiles.
  *
  * Usage: test_cuda_quant_decide [nf4|fp8|int8|profiles ...] (default: all four); fp8:exact,
- * fp8:promo128, fp8:promo32 or fp8:tc runs the FP8 release on that path instead of the default.
+ * fp8:promo128, fp8:promo32, fp8:tc or fp8:fast (tensor cores with fast accumulation) runs the
+ * FP8 release on that path instead of the default.
  * Exits 77 (ctest: SKIPPED) when no GPU is visible; never reports passed without one.
  */
 #include "backend/cuda/cuda_backend.h"
@@ -108,7 +109,9 @@ static void check_precision(const char *step, const json_value *records, int64_t
     if (st == CLEF_OK && (st = clef_context_create(gpu_model, NULL, &gpu_ctx)) != CLEF_OK)
         CHECK_MSG(0, "%s: cuda context: %s", release, clef_last_error());
     if (st == CLEF_OK && fp8_path && !strcmp(QUANT_DECIDE_DEVICE, "cuda")) {
-        clef_backend_cuda_set_fp8_tensor_cores(gpu_ctx->be, !strcmp(fp8_path, "tc"));
+        clef_backend_cuda_set_fp8_tensor_cores(gpu_ctx->be, !strcmp(fp8_path, "tc")     ? CLEF_CUDA_FP8_TC_PROMOTED
+                                                            : !strcmp(fp8_path, "fast") ? CLEF_CUDA_FP8_TC_FAST
+                                                                                        : CLEF_CUDA_FP8_TC_OFF);
         clef_backend_cuda_set_fp8_promoted(gpu_ctx->be, !strcmp(fp8_path, "promo128")  ? CLEF_CUDA_FP8_PROMOTE_128
                                                         : !strcmp(fp8_path, "promo32") ? CLEF_CUDA_FP8_PROMOTE_32
                                                                                        : CLEF_CUDA_FP8_PROMOTE_OFF);

@@ -13,7 +13,7 @@
  *    butterfly rotation against the CPU's torch-order one (a code can move by one step; the
  *    exact mode is run too and printed), tensor-core attention in bf16 (docs/cuda.md);
  *    Printed, not checked: FP8 on the fp8 tensor cores (clef_backend_cuda_set_fp8_tensor_cores,
- *    the speed mode), whose ~14-bit partial sums move activations across e4m3 rounding
+ *    the speed modes: cuBLASLt promoting its partial sums, and its fast accumulation), whose ~14-bit partial sums move activations across e4m3 rounding
  *    midpoints of the next layer's quantizer on this hidden-64 fixture: 1e-2 to 3e-2 from the
  *    CPU on the 1- and 7-token records (run12; fp8_gpu_sensitivity.py reproduces it on a CPU
  *    from that rounding alone), which is why it is not the default; beside it each FP8 path
@@ -100,12 +100,15 @@ static size_t check_precision(const char *name) {
             clef_backend_cuda_set_attention_fp32(gpu, 1);
             CHECK_EQ_INT(run(&lg, 1, seq, r[i].ids, alone_fp32), CLEF_OK);
             clef_backend_cuda_set_attention_fp32(gpu, 0);
-            double e_tc = -1, e_fp8[3] = {-1, -1, -1}; /* exact, promoted 128, promoted 32 */
+            double e_tc = -1, e_fast = -1, e_fp8[3] = {-1, -1, -1}; /* exact, promoted 128, promoted 32 */
             if (!strcmp(name, "fp8")) { /* the fp8 tensor cores: printed (the header says why) */
-                clef_backend_cuda_set_fp8_tensor_cores(gpu, 1);
+                clef_backend_cuda_set_fp8_tensor_cores(gpu, CLEF_CUDA_FP8_TC_PROMOTED);
                 CHECK_EQ_INT(run(&lg, 1, seq, r[i].ids, he), CLEF_OK);
-                clef_backend_cuda_set_fp8_tensor_cores(gpu, 0);
                 e_tc = rel_l2(he, hc, (size_t)(r[i].T * D));
+                clef_backend_cuda_set_fp8_tensor_cores(gpu, CLEF_CUDA_FP8_TC_FAST);
+                CHECK_EQ_INT(run(&lg, 1, seq, r[i].ids, he), CLEF_OK);
+                e_fast = rel_l2(he, hc, (size_t)(r[i].T * D));
+                clef_backend_cuda_set_fp8_tensor_cores(gpu, CLEF_CUDA_FP8_TC_OFF);
                 /* each FP8 path that is not the fp8 tensor cores, whichever is the default */
                 const int fp8_default = clef_backend_cuda_fp8_promoted(gpu);
                 for (int v = 0; v < 3; v++) {
@@ -133,8 +136,8 @@ static size_t check_precision(const char *name) {
                    name, (long long)r[i].T, e_cpu, e_exact, e_att, e_lib, e_cpu_lib);
             if (e_tc >= 0)
                 printf("   [GPU vs CPU, the default checked above: exact %.3g, promoted-128 %.3g, promoted-32 %.3g; "
-                       "fp8 tensor cores (cuBLASLt) %.3g, not checked]",
-                       e_fp8[0], e_fp8[1], e_fp8[2], e_tc);
+                       "fp8 tensor cores (cuBLASLt) %.3g, with fast accumulation %.3g, not checked]",
+                       e_fp8[0], e_fp8[1], e_fp8[2], e_tc, e_fast);
             printf("\n");
             CHECK_MSG(e_cpu <= 1e-2, "%s T=%lld: GPU vs CPU %.3g > 1e-2", name, (long long)r[i].T, e_cpu);
             CHECK_MSG(e_lib <= 1e-2, "%s T=%lld: GPU vs library %.3g > 1e-2", name, (long long)r[i].T, e_lib);

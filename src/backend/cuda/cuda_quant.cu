@@ -68,10 +68,13 @@ cuda_quant_state *cuda_quant_state_of(clef_backend *be) {
              * cores or the promoted kernel for speed, as their setters choose them */
             static const env_name fp8_path[] = {{"exact", 0},
                                                 {"tensor-cores", -1},
+                                                {"tensor-cores-fast", -2},
                                                 {"promoted128", CLEF_CUDA_FP8_PROMOTE_128},
                                                 {"promoted32", CLEF_CUDA_FP8_PROMOTE_32}};
-            const int fp8 = env_choice("CLEF_CUDA_FP8", fp8_path, 4, 0);
-            ctx->quant->fp8_tensor_cores = fp8 == -1;
+            const int fp8 = env_choice("CLEF_CUDA_FP8", fp8_path, 5, 0);
+            ctx->quant->fp8_tensor_cores = fp8 == -1   ? CLEF_CUDA_FP8_TC_PROMOTED
+                                           : fp8 == -2 ? CLEF_CUDA_FP8_TC_FAST
+                                                       : CLEF_CUDA_FP8_TC_OFF;
             ctx->quant->fp8_promoted = fp8 == CLEF_CUDA_FP8_PROMOTE_128 || fp8 == CLEF_CUDA_FP8_PROMOTE_32
                                            ? fp8
                                            : CUDA_QUANT_FP8_PROMOTED_DEFAULT;
@@ -248,7 +251,9 @@ static int qplan_build(clef_backend *be, cuda_qplan *p) {
     int ok = cublasLtMatmulDescCreate(&p->desc, compute, cd) == CUBLAS_STATUS_SUCCESS;
     ok = ok && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT) == CUBLAS_STATUS_SUCCESS;
     ok = ok && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN) == CUBLAS_STATUS_SUCCESS;
-    if (p->kind == CUDA_QPLAN_FP8_OUTER) {
+    const int outer = p->kind == CUDA_QPLAN_FP8_OUTER || p->kind == CUDA_QPLAN_FP8_OUTER_FAST;
+    const int fast = p->kind == CUDA_QPLAN_FP8_OUTER_FAST || p->kind == CUDA_QPLAN_FP8_PLAIN_FAST;
+    if (outer) {
         int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
         ok = ok && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode) == CUBLAS_STATUS_SUCCESS;
         ok = ok && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode) == CUBLAS_STATUS_SUCCESS;
@@ -258,9 +263,12 @@ static int qplan_build(clef_backend *be, cuda_qplan *p) {
         ok = ok && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &stand_in, sizeof stand_in) == CUBLAS_STATUS_SUCCESS;
         ok = ok && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &stand_in, sizeof stand_in) == CUBLAS_STATUS_SUCCESS;
     }
-    if (p->kind == CUDA_QPLAN_FP8_OUTER || p->kind == CUDA_QPLAN_FP8_PLAIN) {
-        int8_t fast = 0; /* keep cuBLASLt's periodic promotion of the fp8 partial sums to fp32 */
-        ok = ok && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast) == CUBLAS_STATUS_SUCCESS;
+    if (!is_int8 && !is_bf16) {
+        /* 0: cuBLASLt's periodic promotion of the fp8 partial sums to fp32 (CLEF_CUDA_FP8_TC_PROMOTED);
+         * 1: the sums kept in the tensor cores (CLEF_CUDA_FP8_TC_FAST) */
+        int8_t fast_accum = (int8_t)fast;
+        ok = ok && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast_accum,
+                                                  sizeof fast_accum) == CUBLAS_STATUS_SUCCESS;
     }
     ok = ok && cublasLtMatrixLayoutCreate(&p->la, ab, p->k, p->m, p->lda) == CUBLAS_STATUS_SUCCESS;
     ok = ok && cublasLtMatrixLayoutCreate(&p->lb, ab, p->k, CUDA_QUANT_CANON_ROWS, p->ldb) == CUBLAS_STATUS_SUCCESS;
@@ -284,8 +292,8 @@ static int qplan_build(clef_backend *be, cuda_qplan *p) {
                                                            &found);
         ok = hs == CUBLAS_STATUS_SUCCESS && found > 0;
         if (!ok)
-            clef_log(p->kind == CUDA_QPLAN_FP8_OUTER ? CLEF_LOG_WARN : CLEF_LOG_INFO, "CUDA: cuBLASLt has no %s algorithm for [%d x %d] x %d rows, ldc %d (status %d)",
-                     p->kind == CUDA_QPLAN_FP8_OUTER ? "FP8 outer-vector" : p->kind == CUDA_QPLAN_INT8 ? "int8"
+            clef_log(outer ? CLEF_LOG_WARN : CLEF_LOG_INFO, "CUDA: cuBLASLt has no %s algorithm for [%d x %d] x %d rows, ldc %d (status %d)",
+                     outer ? "FP8 outer-vector" : p->kind == CUDA_QPLAN_INT8 ? "int8"
                      : is_bf16 ? "bf16 (exact FP8)" : "FP8",
                      p->m, p->k, CUDA_QUANT_CANON_ROWS, p->ldc, (int)hs);
         if (ok)
@@ -505,7 +513,9 @@ extern "C" void clef_backend_cuda_set_fp8_epilogue(clef_backend *be, int on) {
 extern "C" void clef_backend_cuda_set_fp8_tensor_cores(clef_backend *be, int on) {
     cuda_quant_state *st = quant_setting(be);
     if (st) {
-        st->fp8_tensor_cores = on != 0;
+        st->fp8_tensor_cores = on == CLEF_CUDA_FP8_TC_FAST ? CLEF_CUDA_FP8_TC_FAST
+                               : on != 0                   ? CLEF_CUDA_FP8_TC_PROMOTED
+                                                           : CLEF_CUDA_FP8_TC_OFF;
     }
 }
 
@@ -535,7 +545,7 @@ extern "C" const char *clef_cuda_fp8_gemm_path(clef_backend *be) {
     if (!st)
         return "untried";
     /* the paths taken so far, in a fixed order, joined by ", " and a last " and " */
-    const char *taken[4];
+    const char *taken[5];
     int n = 0;
     if (st->fp8_exact_calls)
         taken[n++] = "exact";
@@ -545,6 +555,8 @@ extern "C" const char *clef_cuda_fp8_gemm_path(clef_backend *be) {
         taken[n++] = "outer-vector";
     if (st->fp8_epilogue_calls)
         taken[n++] = "epilogue";
+    if (st->fp8_fast_calls)
+        taken[n++] = "fast accumulation";
     if (n == 0)
         return "untried";
     char *out = st->fp8_path_name;

@@ -175,9 +175,19 @@ int clef_cuda_nf4_fused_layout(const clef_matrix *w);
  * comfy-kitchen's rounding; slower), 0 (default): the butterfly. */
 void clef_backend_cuda_set_convrot_exact(clef_backend *be, int on);
 
-/* on = 1: FP8 matmuls run on the fp8 tensor cores (cuBLASLt e4m3 x e4m3: the FP8 rate, partial
- * sums kept to ~14 bits); 0 (default): the exact path (codes widened to bf16, bf16 tensor
- * cores with fp32 accumulation: the CPU reference's arithmetic, at about half the BF16 rate). */
+/* FP8 matmuls on the fp8 tensor cores (cuBLASLt e4m3 x e4m3, outer-vector scaling), or not: */
+enum {
+    CLEF_CUDA_FP8_TC_OFF = 0,      /* (default) the exact path: codes widened to bf16, bf16 tensor
+                                    * cores with fp32 accumulation: the CPU reference's arithmetic */
+    CLEF_CUDA_FP8_TC_PROMOTED = 1, /* cuBLASLt's fp8 GEMM with its partial sums moved to fp32
+                                    * accumulators every so often (the tensor cores keep ~14 bits
+                                    * of a partial sum: ~1e-4..3e-4 relative per GEMM) */
+    CLEF_CUDA_FP8_TC_FAST = 2,     /* cuBLASLt's fast accumulation: the sum stays in the tensor
+                                    * cores for all of K (fewer instructions, the serving stacks'
+                                    * FP8 mode; its ~14-bit rounding applies at every k32 step of
+                                    * the whole sum) */
+};
+/* on: a CLEF_CUDA_FP8_TC_* value (any other non-zero value: CLEF_CUDA_FP8_TC_PROMOTED). */
 void clef_backend_cuda_set_fp8_tensor_cores(clef_backend *be, int on);
 
 /* FP8 matmuls on our fp8 wgmma kernel (cuda_quant_fp8_wgmma.cu, sm_90): e4m3 x e4m3 on the

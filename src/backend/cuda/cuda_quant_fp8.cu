@@ -28,7 +28,9 @@
  *
  * Tensor cores (clef_backend_cuda_set_fp8_tensor_cores): cuBLASLt e4m3 x e4m3 — the FP8 rate,
  * but Hopper's fp8 MMAs keep only ~14 bits of their partial sums (test_cuda_quant: 1e-4..3e-4
- * relative per GEMM). On the hidden-64 fixture releases that error moves activations across
+ * relative per GEMM with cuBLASLt's periodic promotion to fp32, CLEF_CUDA_FP8_TC_PROMOTED;
+ * CLEF_CUDA_FP8_TC_FAST turns that promotion off, cuBLASLt's fast accumulation: the whole sum
+ * in the tensor cores, as the serving stacks run FP8, the ~14-bit rounding at every k32 step). On the hidden-64 fixture releases that error moves activations across
  * e4m3 rounding midpoints at the next layer's quantizer, and the last hidden state ends 1e-2
  * to 3e-2 from the CPU on 1- and 7-token records (fp8_gpu_sensitivity.py reproduces it on a
  * CPU: 1.3e-2..3e-2 at T = 1 from that error alone), so it is opt-in, for speed.
@@ -130,7 +132,8 @@ static int fp8_gemm_outer(clef_backend *be, int64_t T, const clef_matrix *w, con
                           const float *bias, float *y, int64_t ldy, int accumulate) {
     cuda_context *ctx = cuda_ctx(be);
     const int64_t N = w->rows, K = w->cols;
-    cuda_qplan *p = cuda_qplan_get(be, CUDA_QPLAN_FP8_OUTER, (int)N, (int)T, (int)K, (int)K, (int)K, (int)ldy, w->data,
+    const int fast = cuda_quant_state_of(be)->fp8_tensor_cores == CLEF_CUDA_FP8_TC_FAST;
+    cuda_qplan *p = cuda_qplan_get(be, fast ? CUDA_QPLAN_FP8_OUTER_FAST : CUDA_QPLAN_FP8_OUTER, (int)N, (int)T, (int)K, (int)K, (int)K, (int)ldy, w->data,
                                    qx, y, accumulate);
     if (!p)
         return 0;
@@ -183,10 +186,12 @@ static void fp8_gemm_epilogue(clef_backend *be, int64_t T, const clef_matrix *w,
     const int64_t N = w->rows, K = w->cols;
     const int64_t chunk = cuda_quant_even_chunk(T, cuda_quant_chunk_rows(N, sizeof(float)));
     const float *sw = w->quant->u.fp8.weight_scale + w->quant_row0;
+    const int kind = cuda_quant_state_of(be)->fp8_tensor_cores == CLEF_CUDA_FP8_TC_FAST ? CUDA_QPLAN_FP8_PLAIN_FAST
+                                                                                        : CUDA_QPLAN_FP8_PLAIN;
     for (int64_t t0 = 0; t0 < T && ctx->status == CLEF_OK; t0 += chunk) {
         int64_t rows = T - t0 < chunk ? T - t0 : chunk;
         const uint8_t *b = qx + t0 * K;
-        cuda_qplan *p = cuda_qplan_get(be, CUDA_QPLAN_FP8_PLAIN, (int)N, (int)rows, (int)K, (int)K, (int)K, (int)N,
+        cuda_qplan *p = cuda_qplan_get(be, kind, (int)N, (int)rows, (int)K, (int)K, (int)K, (int)N,
                                        w->data, b, prod, 0);
         cublasStatus_t s = CUBLAS_STATUS_NOT_SUPPORTED;
         if (p) {
@@ -371,6 +376,7 @@ void cuda_fp8_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, c
         clef_cuda_fp8_quantize_tokens(be, T, K, x, ldx, (uint8_t *)area, own_sx);
         qx = (const uint8_t *)area;
     }
+    st->fp8_fast_calls += st->fp8_tensor_cores == CLEF_CUDA_FP8_TC_FAST;
     if (!st->fp8_force_epilogue && fp8_gemm_outer(be, T, w, qx, sx, bias, y, ldy, accumulate)) {
         st->fp8_outer_calls++;
         return;

@@ -61,6 +61,8 @@ typedef enum cuda_qplan_kind {
     CUDA_QPLAN_FP8_PLAIN,     /* e4m3 x e4m3 -> fp32, unscaled */
     CUDA_QPLAN_INT8,          /* int8 x int8 -> int32 */
     CUDA_QPLAN_BF16,          /* bf16 x bf16 -> fp32 (the exact FP8 path's widened codes) */
+    CUDA_QPLAN_FP8_OUTER_FAST, /* FP8_OUTER with cuBLASLt's fast accumulation */
+    CUDA_QPLAN_FP8_PLAIN_FAST, /* FP8_PLAIN with cuBLASLt's fast accumulation */
 } cuda_qplan_kind;
 
 typedef struct cuda_qplan {
@@ -110,7 +112,8 @@ typedef struct cuda_quant_state {
     int64_t fp8_epilogue_calls; /* ... by the epilogue kernel (refused layouts, or forced) */
     int64_t fp8_exact_calls;  /* ... by the exact path (bf16 tensor cores on the widened codes) */
     int64_t fp8_promoted_calls; /* ... by the fp8 wgmma kernel with fp32 promotion */
-    int fp8_tensor_cores;     /* clef_backend_cuda_set_fp8_tensor_cores (0: the exact path) */
+    int64_t fp8_fast_calls;   /* ... on cuBLASLt with fast accumulation (outer-vector or epilogue) */
+    int fp8_tensor_cores;     /* clef_backend_cuda_set_fp8_tensor_cores: CLEF_CUDA_FP8_TC_* */
     int fp8_force_epilogue;   /* clef_backend_cuda_set_fp8_epilogue */
     int convrot_exact;        /* clef_backend_cuda_set_convrot_exact */
     int int8_wgmma;           /* clef_backend_cuda_set_int8_wgmma: CLEF_CUDA_WGMMA_* */
