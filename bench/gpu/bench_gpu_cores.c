@@ -1,10 +1,11 @@
 /*
  * bench_gpu_cores.c — the two sequence cores of the Qwen3.5 backbone alone on the CUDA
  * backend, at the real 27B / 9B head shapes, one layer each: the gated delta rule (chunked
- * vs recurrent form; the chunked one also in its earlier product forms, run16's 3xBF16 split
- * in the product loops and run15's 3xTF32, and the opt-in planes form with wide stores; the
- * parallel passes and the walks also timed alone, and over 8 packed records of 1,502 tokens) and causal attention (tensor-core
- * vs fp32 kernel). Prints ms per layer
+ * vs recurrent form; the chunked one also in its other product forms: run16's 3xBF16 split
+ * in the product loops, run15's 3xTF32, run17's planes form with 4- and 8-byte plane stores,
+ * run18's with 4-byte ones; the parallel passes and the walks also timed alone, and over 8
+ * packed records of 1,502 tokens) and causal attention (tensor-core vs fp32 kernel). Prints
+ * ms per layer
  * (median of runs after a warm-up), the FLOPs each form must do, and TFLOP/s. It exists so
  * the per-kernel profile (ncu over this program) and the tuning of these kernels need no
  * whole-model run; the whole-model numbers are bench_gpu_forward's.
@@ -57,14 +58,15 @@ typedef struct att_case {
 } att_case;
 
 /* The chunked form's parallel passes alone and its walks alone (clef_backend_cuda_tune_gdn_parts;
- * the walks over the scratch the last full call left), in the default form, run16's and the
- * opt-in wide plane stores: where a layer's time goes without a profiler. T printed as the
+ * the walks over the scratch the last full call left), in run17's planes form and run18's prep
+ * forms, each with 4- and 8-byte plane stores: where a layer's time goes without a profiler. T printed as the
  * table's other rows. */
 static void gdn_parts(gdn_case *c, int64_t T, int runs, const char *prefix) {
-    static const int forms[] = {0, CLEF_GDN_PRODUCTS_BF16X3, CLEF_GDN_PRODUCTS_BF16X3_PLANES_WIDE};
-    static const char *names[] = {"", " bf16x3 (run16)", " planes-wide (opt-in)"};
+    static const int forms[] = {CLEF_GDN_PRODUCTS_BF16X3_PLANES, CLEF_GDN_PRODUCTS_BF16X3_PLANES_WIDE,
+                                CLEF_GDN_PRODUCTS_BF16X3_PREP, CLEF_GDN_PRODUCTS_BF16X3_PREP_WIDE};
+    static const char *names[] = {" planes (run17)", " planes-wide", " prep", " prep-wide"};
     const int64_t shown = prefix[0] ? T / 8 : T; /* "8 x 1502" */
-    for (int f = 0; f < 3; f++) {
+    for (int f = 0; f < 4; f++) {
         clef_backend_cuda_tune_gdn_products(forms[f]);
         run_gdn(c); /* the scratch of this form */
         for (int part = 1; part <= 2; part++) {
@@ -138,10 +140,12 @@ int main(int argc, char **argv) {
             printf("| gdn | %s | %lld | %.3f | %.1f | %.1f |\n", mode ? "recurrent" : "chunked", (long long)T, ms, gf,
                    gf / ms);
             if (!mode) { /* the earlier product forms in the same run, then each kind of kernel alone */
-                static const int forms[] = {CLEF_GDN_PRODUCTS_BF16X3, CLEF_GDN_PRODUCTS_TF32X3,
-                                            CLEF_GDN_PRODUCTS_BF16X3_PLANES_WIDE};
-                static const char *names[] = {"bf16x3 (run16)", "tf32x3 (run15)", "planes-wide (opt-in)"};
-                for (int f = 0; f < 3; f++) {
+                static const int forms[] = {CLEF_GDN_PRODUCTS_BF16X3,        CLEF_GDN_PRODUCTS_TF32X3,
+                                            CLEF_GDN_PRODUCTS_BF16X3_PLANES, CLEF_GDN_PRODUCTS_BF16X3_PLANES_WIDE,
+                                            CLEF_GDN_PRODUCTS_BF16X3_PREP,   CLEF_GDN_PRODUCTS_BF16X3_PREP_WIDE};
+                static const char *names[] = {"bf16x3 (run16)", "tf32x3 (run15)", "planes (run17)",
+                                              "planes-wide",    "prep",           "prep-wide"};
+                for (int f = 0; f < 6; f++) {
                     clef_backend_cuda_tune_gdn_products(forms[f]);
                     const double mt = time_ms(run_gdn, &c, runs);
                     printf("| gdn | chunked %s | %lld | %.3f | %.1f | %.1f |\n", names[f], (long long)T, mt, gf, gf / mt);
@@ -195,11 +199,17 @@ int main(int argc, char **argv) {
         c.ws = clef_backend_alloc(gpu, clef_gdn_workspace_size(gpu, &c.a));
         const double nc = (double)(n_rec * ((rec_len + 63) / 64)), C = 64;
         const double gf = nc * (double)Hv * 2 * (2 * C * C * dk + C * C * C / 3 + 3 * C * dk * dv + 2 * C * C * dv) / 1e9;
-        static const int forms[] = {0, CLEF_GDN_PRODUCTS_BF16X3, CLEF_GDN_PRODUCTS_TF32X3,
-                                    CLEF_GDN_PRODUCTS_BF16X3_PLANES_WIDE};
-        static const char *names[] = {"chunked", "chunked bf16x3 (run16)", "chunked tf32x3 (run15)",
-                                      "chunked planes-wide (opt-in)"};
-        for (int f = 0; f < 4; f++) {
+        static const int forms[] = {0,
+                                    CLEF_GDN_PRODUCTS_BF16X3,
+                                    CLEF_GDN_PRODUCTS_TF32X3,
+                                    CLEF_GDN_PRODUCTS_BF16X3_PLANES,
+                                    CLEF_GDN_PRODUCTS_BF16X3_PLANES_WIDE,
+                                    CLEF_GDN_PRODUCTS_BF16X3_PREP,
+                                    CLEF_GDN_PRODUCTS_BF16X3_PREP_WIDE};
+        static const char *names[] = {"chunked",          "chunked bf16x3 (run16)", "chunked tf32x3 (run15)",
+                                      "chunked planes (run17)", "chunked planes-wide", "chunked prep",
+                                      "chunked prep-wide"};
+        for (int f = 0; f < 7; f++) {
             clef_backend_cuda_tune_gdn_products(forms[f]);
             const double ms = time_ms(run_gdn, &c, runs);
             printf("| gdn | %s | 8 x 1502 | %.3f | %.1f | %.1f |\n", names[f], ms, gf, gf / ms);

@@ -582,16 +582,20 @@ static void test_gdn_packed(const int64_t *lens, int64_t n_seqs, int64_t Hk, int
     free(start), free(start32);
 }
 
-/* The default product form (operands split once into bf16 planes, read by ldmatrix) against
- * run16's (split in every product loop) and the opt-in planes form with 8-byte plane stores,
- * on the same inputs: the same three products of the same bf16 halves in the same order, so
- * the outputs and states must be equal bit for bit (bound 0). T, heads and aligned rows as the model runs them; state carried in. */
+/* run17's planes form (operands split once into bf16 planes, read by ldmatrix) against run16's
+ * (split in every product loop), the planes form with 8-byte plane stores and run18's prep
+ * forms (the parallel pass's T' and -P split once into planes, masks applied where K K^T and
+ * Q K^T are stored; narrow and wide stores), on the same inputs: the same three products of
+ * the same bf16 halves in the same order, and the masks the same expressions on the same
+ * values, so the outputs and states must be equal bit for bit (bound 0). T, heads and aligned rows as the model runs them; state carried in. */
 static void test_gdn_forms_equal(int64_t T, int64_t Hk, int64_t Hv) {
     const int64_t dk = 128, dv = 128, ldq = Hk * dk * 2 + Hv * dv, ldo = Hv * dv;
     const size_t nqkv = (size_t)(T * ldq), nh = (size_t)(T * Hv), ns = (size_t)(Hv * dk * dv), no = (size_t)(T * ldo);
     float *qkv = malloc(nqkv * 4), *g = malloc(nh * 4), *beta = malloc(nh * 4), *st = malloc(ns * 4);
-    float *o[3] = {malloc(no * 4), malloc(no * 4), malloc(no * 4)};
-    float *so[3] = {malloc(ns * 4), malloc(ns * 4), malloc(ns * 4)};
+    enum { NF = 5 };
+    float *o[NF], *so[NF];
+    for (int f = 0; f < NF; f++)
+        o[f] = malloc(no * 4), so[f] = malloc(ns * 4);
     fill_normal(qkv, nqkv, 1.0f), fill_normal(st, ns, 0.1f);
     for (size_t i = 0; i < nh; i++)
         g[i] = -(float)(rnd_uniform() * 0.5), beta[i] = (float)(0.05 + 0.9 * rnd_uniform());
@@ -601,9 +605,10 @@ static void test_gdn_forms_equal(int64_t T, int64_t Hk, int64_t Hv) {
                         .k = qd + Hk * dk, .ldk = ldq, .v = qd + 2 * Hk * dk, .ldv = ldq, .g = gd, .beta = bd,
                         .state = sd, .o = o_d, .ldo = ldo, .l2norm_qk = 1, .mode = CLEF_GDN_CHUNKED};
     void *gs = clef_backend_alloc(gpu, clef_gdn_workspace_size(gpu, &ag));
-    static const int forms[] = {CLEF_GDN_PRODUCTS_BF16X3_PLANES, CLEF_GDN_PRODUCTS_BF16X3,
-                                CLEF_GDN_PRODUCTS_BF16X3_PLANES_WIDE};
-    for (int f = 0; f < 3; f++) {
+    static const int forms[NF] = {CLEF_GDN_PRODUCTS_BF16X3_PLANES, CLEF_GDN_PRODUCTS_BF16X3,
+                                  CLEF_GDN_PRODUCTS_BF16X3_PLANES_WIDE, CLEF_GDN_PRODUCTS_BF16X3_PREP,
+                                  CLEF_GDN_PRODUCTS_BF16X3_PREP_WIDE};
+    for (int f = 0; f < NF; f++) {
         clef_backend_cuda_tune_gdn_products(forms[f]);
         clef_backend_write(gpu, sd, st, ns * 4);
         clef_gdn(gpu, &ag, gs);
@@ -615,12 +620,16 @@ static void test_gdn_forms_equal(int64_t T, int64_t Hk, int64_t Hv) {
     snprintf(shape, sizeof shape, "T=%lld H=%lld/%lld state aligned", (long long)T, (long long)Hk, (long long)Hv);
     report("gdn planes = run16", shape, rel_l2(o[0], o[1], no), 0.0);
     report("gdn planes = run16 st", shape, rel_l2(so[0], so[1], ns), 0.0);
-    report("gdn wide = planes", shape, rel_l2(o[2], o[0], no), 0.0); /* the opt-in 8-byte plane stores */
+    report("gdn wide = planes", shape, rel_l2(o[2], o[0], no), 0.0); /* run17's pass, 8-byte plane stores */
     report("gdn wide = planes st", shape, rel_l2(so[2], so[0], ns), 0.0);
+    report("gdn prep = planes", shape, rel_l2(o[3], o[0], no), 0.0);
+    report("gdn prep = planes st", shape, rel_l2(so[3], so[0], ns), 0.0);
+    report("gdn prep-wide = planes", shape, rel_l2(o[4], o[0], no), 0.0);
+    report("gdn prep-wide = planes st", shape, rel_l2(so[4], so[0], ns), 0.0);
     clef_backend_release(gpu, qd), clef_backend_release(gpu, gd), clef_backend_release(gpu, bd);
     clef_backend_release(gpu, o_d), clef_backend_release(gpu, sd), clef_backend_release(gpu, gs);
     free(qkv), free(g), free(beta), free(st);
-    for (int f = 0; f < 3; f++)
+    for (int f = 0; f < NF; f++)
         free(o[f]), free(so[f]);
 }
 
@@ -963,6 +972,9 @@ static void test_gdn_all(void) {
      * them once into bf16 planes), kept selectable for comparison: the same products in the same
      * order, so the same bounds (and test_gdn_forms_equal: the same bits) */
     test_gdn_other_form(CLEF_GDN_PRODUCTS_BF16X3, " bf16x3");
+    /* run17's planes form (the default until run18 split the parallel pass's T' and -P once as
+     * well): the same products in the same order as run16's and run18's, so the same bounds */
+    test_gdn_other_form(CLEF_GDN_PRODUCTS_BF16X3_PLANES, " planes (run17)");
     test_gdn_forms_equal(2270, 16, 48); /* the 27B's heads: 64-column walk blocks, 3 segments */
     test_gdn_forms_equal(1000, 16, 32); /* the 9B's: 32-column walk blocks */
 }

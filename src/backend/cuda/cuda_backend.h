@@ -73,18 +73,26 @@ void clef_backend_cuda_set_graphs(clef_backend *be, int on);
 void clef_backend_cuda_tune_gdn(int seg_chunks, int slice_cols);
 
 /* The chunked gated delta rule's tensor-core products, process-wide (tests and benches; the
- * environment's CLEF_GDN_PRODUCTS = tf32x3 | bf16x3 | bf16x3-planes[-wide] does the same for a whole
- * program): 0 = the default (CLEF_GDN_PRODUCTS_BF16X3_PLANES: 3xBF16 with the operands split
- * once into bf16 hi / lo planes and read by ldmatrix, run17), CLEF_GDN_PRODUCTS_BF16X3 = the
+ * environment's CLEF_GDN_PRODUCTS = tf32x3 | bf16x3 | bf16x3-planes[-wide] | bf16x3-prep[-wide]
+ * does the same for a whole program): 0 = the default (CLEF_GDN_PRODUCTS_BF16X3_PREP_WIDE,
+ * run18, below), CLEF_GDN_PRODUCTS_BF16X3_PLANES = run17's (3xBF16 with the operands split
+ * once into bf16 hi / lo planes and read by ldmatrix), CLEF_GDN_PRODUCTS_BF16X3 = the
  * run16 form (the same products, operands split in every product loop: ~8e-6 vs a float64
  * recurrence), CLEF_GDN_PRODUCTS_TF32X3 = the run15 form (~3e-6). Set before a call. */
 #define CLEF_GDN_PRODUCTS_TF32X3 1
 #define CLEF_GDN_PRODUCTS_BF16X3 2
 #define CLEF_GDN_PRODUCTS_BF16X3_PLANES 3
-/* Opt-in, checked by test_cuda_ops but not yet timed on a device: the planes form with the
- * parallel pass's plane stores 8 bytes a lane instead of 4 (`bf16x3-planes-wide`; the same
- * bits). run17_gdn2 measured that pass slower than run16's by its narrow stores. */
+/* The planes form with the parallel pass's plane stores 8 bytes a lane instead of 4
+ * (`bf16x3-planes-wide`; the same bits): 0.65 ms per 27B layer at 2,270 tokens vs 0.69
+ * (run18_gdn3). */
 #define CLEF_GDN_PRODUCTS_BF16X3_PLANES_WIDE 4
+/* The planes form whose parallel pass also splits T' = (I + A)^-1 diag(beta) and -P once into
+ * plane pairs in shared memory (read by ldmatrix) and applies the decay masks where K K^T and
+ * Q K^T are stored (`bf16x3-prep`, and with the 8-byte plane stores `bf16x3-prep-wide`, the
+ * default since run18: 0.64 ms per 27B layer at 2,270 tokens): the same bits as the planes
+ * form, 11% fewer instructions in the parallel pass. */
+#define CLEF_GDN_PRODUCTS_BF16X3_PREP 5
+#define CLEF_GDN_PRODUCTS_BF16X3_PREP_WIDE 6
 void clef_backend_cuda_tune_gdn_products(int form);
 
 /* Bench-only: the chunked delta rule launches only its parallel passes (parts = 1) or only

@@ -23,9 +23,17 @@
  *     S' ; the next chunk's operands arrive by cp.async while this one computes.
  * Every product runs on the tensor cores with PTX's mma.sync fragment layouts, each operand
  * split x = hi + lo and a b ~ hi hi + hi lo + lo hi (the dropped lo lo is second order), in one
- * of three forms (clef_backend_cuda_tune_gdn_products, or the environment's CLEF_GDN_PRODUCTS;
- * a fourth, opt-in, below):
- *   3xBF16 over split planes (the default since run17, GC_FORM_PLANES, m16n8k16): the
+ * of these forms (clef_backend_cuda_tune_gdn_products, or the environment's CLEF_GDN_PRODUCTS):
+ *   3xBF16 over split planes, run18's parallel pass (the default since run18, GC_FORM_PREP_WIDE,
+ *     `bf16x3-prep-wide`): run17's planes form below, whose parallel pass also splits T' and -P
+ *     once into plane pairs in shared memory (read by ldmatrix in the W, U, Q', O0 products,
+ *     gc_gemm_tri_ap, instead of every one of their 16 warp stripes splitting all of the 64x64
+ *     matrix again), applies the decay masks where K K^T and Q K^T are stored (one pass and its
+ *     element loop fewer) and stores the -W, Q' and Kd planes 8 bytes a lane (whole 32-byte
+ *     sectors). The same halves, products and order: the same bits as run17's and run16's
+ *     forms. `bf16x3-prep` has 4-byte plane stores, `bf16x3-planes-wide` run17's pass with the
+ *     8-byte stores (both kept for comparison);
+ *   3xBF16 over split planes (run17's, GC_FORM_PLANES, `bf16x3-planes`, m16n8k16): the
  *     parallel pass stores -W, Q' and Kd as bf16 hi / lo plane pairs instead of fp32 (the
  *     same bytes), the walk keeps its state tile in registers and splits the state and v_new
  *     once where it writes them, and every walk operand comes by ldmatrix: a k16 step of a
@@ -36,17 +44,16 @@
  *   3xTF32 (run15's, gc_gemm, m16n8k8): ~2^-20 per term, 1.5e-6 .. 2.8e-6 — where TF32 alone
  *     (10-bit mantissa) would put the state's error near the 1e-3 bound at long T.
  * BF16's k-step is twice TF32's at the same issue cost, so the tensor cores do half the
- * instructions. Measured on an H200 (bench/RESULTS.md, run17_gdn2, bench_gpu_cores): 0.70 ms
- * per 27B layer at 2,270 tokens (run16's form in the same run 0.74, 3xTF32 0.77, the
- * token-by-token kernel 1.46), 2.35 at 8,192, 3.80 for 8 packed records of 1,502, 0.51 per 9B
- * layer at 2,270. Each kind of kernel alone at 27B, 2,270: the parallel passes 0.41 ms, the
- * walks 0.27 (run16's form 0.34 / 0.37; Nsight Compute: the walk's instructions -54%, its time
- * -29%). The parallel pass of the planes form is the slower one: its -W and Q' plane stores
- * write 4 bytes a lane (half of each 32-byte sector an instruction), the pattern whose change
- * to float2 stores (gc_tiles_store) made run16's pass ~10% faster in the same run; the opt-in
- * fourth form (bf16x3-planes-wide, GC_FORM_PLANES_WIDE) stores them 8 bytes a lane, the same
- * bits, not yet timed on a device. Tried and dropped in run16: the walk's operands split once
- * as planes read by plain loads, with Kd^T stored transposed (0.85 ms); run17's planes differ
+ * instructions. Measured on an H200 (bench/RESULTS.md, run18_gdn3, bench_gpu_cores): 0.64 ms
+ * per 27B layer at 2,270 tokens (run17's planes form in the same run 0.69, run16's 0.73,
+ * 3xTF32 0.76, the token-by-token kernel 1.44), 2.16 at 8,192, 3.42 for 8 packed records of
+ * 1,502, 0.48 per 9B layer at 2,270. Each kind of kernel alone at 27B, 2,270: the parallel
+ * passes 0.34 ms (run17's 0.40; the 8-byte stores alone 0.36), the walks 0.26. Nsight Compute
+ * on a 16-chunk segment's pass: 156 us and 58.6 M instructions against run17's 177 us and
+ * 66.1 M. The pass stays latency-bound (run17's issued 38% of its slots: 2 blocks of 8 warps
+ * an SM, 108 KiB of shared memory and 128 registers each; its forward substitution runs on 2
+ * of the 8 warps). Tried and dropped in run16: the walk's operands split once as planes read
+ * by plain loads, with Kd^T stored transposed (0.85 ms); run17's planes differ
  * in ldmatrix (one instruction per 16x16 operand) and Kd stored as it is, read transposed by
  * ldmatrix.trans. An earlier form with WMMA fragments and four kernels per segment took
  * 1.57-1.78 ms: WMMA's TF32 fragments loaded through generic addresses, converted by an
@@ -284,7 +291,8 @@ extern "C" void clef_backend_cuda_tune_gdn(int seg_chunks, int slice_cols) {
 
 extern "C" void clef_backend_cuda_tune_gdn_products(int form) {
     gc_products_tuned = form == CLEF_GDN_PRODUCTS_TF32X3 || form == CLEF_GDN_PRODUCTS_BF16X3 ||
-                                form == CLEF_GDN_PRODUCTS_BF16X3_PLANES || form == CLEF_GDN_PRODUCTS_BF16X3_PLANES_WIDE
+                                form == CLEF_GDN_PRODUCTS_BF16X3_PLANES || form == CLEF_GDN_PRODUCTS_BF16X3_PLANES_WIDE ||
+                                form == CLEF_GDN_PRODUCTS_BF16X3_PREP || form == CLEF_GDN_PRODUCTS_BF16X3_PREP_WIDE
                             ? form
                             : 0;
 }
@@ -533,11 +541,13 @@ __device__ __forceinline__ void gc_gemm_bf(float (&acc)[MT][NT][4], const float 
 
 /* The product form of the chunked kernels: 3xBF16 (the default) or 3xTF32 (the run15 form,
  * kept for comparison and as the fallback: clef_backend_cuda_tune_gdn_products). */
-#define GC_FORM_PLANES_WIDE 3 /* opt-in, not yet measured: GC_FORM_PLANES, 8-byte plane stores */
+#define GC_FORM_PREP_WIDE 5   /* GC_FORM_PREP, 8-byte plane stores */
+#define GC_FORM_PREP 4        /* GC_FORM_PLANES, the parallel pass's T' and P split once too */
+#define GC_FORM_PLANES_WIDE 3 /* GC_FORM_PLANES, 8-byte plane stores */
 #define GC_FORM_PLANES 2
 #define GC_FORM_BF16 1
 #define GC_FORM_TF32 0
-#define GC_FORM_DEFAULT GC_FORM_PLANES
+#define GC_FORM_DEFAULT GC_FORM_PREP_WIDE
 
 template <int MT, int NT, bool AT, bool BT, bool TRI, int FORM>
 __device__ __forceinline__ void gc_product(float (&acc)[MT][NT][4], const float *A, int lda, const float *B, int ldb,
@@ -613,7 +623,7 @@ __device__ __forceinline__ void gc_tiles_store_clip(const float (&acc)[MT][NT][4
         }
 }
 
-/* ---- operands split once, as bf16 hi / lo planes (GC_FORM_PLANES, the default) -----------
+/* ---- operands split once, as bf16 hi / lo planes (GC_FORM_PLANES and after) --------------
  * The run16 walk split every operand again in each warp and k-step that read it (x -> hi, lo:
  * ~6 instructions a pair); the profile of run17_gdn2 had it issue-bound at ~2,500 instructions
  * a warp and chunk. Here the parallel pass stores -W, Q' and Kd as two bf16 planes (hi =
@@ -678,6 +688,51 @@ __device__ __forceinline__ void gc_gemm_planes(float (&acc)[MT][2][4], const __n
                 gc_mma_bf(acc[mt][nt], ah[mt], bl[2 * nt], bl[2 * nt + 1]);
                 gc_mma_bf(acc[mt][nt], ah[mt], bh[2 * nt], bh[2 * nt + 1]);
             }
+    }
+}
+
+/* gc_gemm_bf's contract for a row-major, lower-triangular A (TRI) held as a plane pair in
+ * shared memory (lo = hi + pa; lda = 8 (mod 64) elements: conflict-free ldmatrix) and a
+ * row-major fp32 B split in the loop, as gc_gemm_bf splits it. The parallel pass's T' and -P
+ * are the A of 16 warp stripes each: gc_gemm_bf split all of them again in every stripe
+ * (~7 instructions a pair, ~300 a stripe); here they are split once where they are made and
+ * a fragment is 2 ldmatrix. The registers hold the same halves and the mma the same three
+ * terms in the same order: the same bits as gc_gemm_bf. */
+template <int MT, int NT>
+__device__ __forceinline__ void gc_gemm_tri_ap(float (&acc)[MT][NT][4], const __nv_bfloat16 *A, int lda, int pa,
+                                               const float *B, int ldb, int r0, int n0, int K) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const __nv_bfloat16 *a = A + (r0 + (lane & 15)) * lda + 8 * (lane >> 4);
+#pragma unroll 2
+    for (int k0 = 0; k0 < K; k0 += 16) {
+        uint32_t ah[MT][4], al[MT][4], bh[NT][2], bl[NT][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            if (k0 >= r0 + mt * 16 + 16)
+                continue;
+            gc_ldsm_x4(ah[mt], a + mt * 16 * lda + k0);
+            gc_ldsm_x4(al[mt], a + mt * 16 * lda + k0 + pa);
+        }
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            const int n = n0 + nt * 8 + g;
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const int k = k0 + 2 * t + 8 * i;
+                gc_split_bf(B[k * ldb + n], B[(k + 1) * ldb + n], bh[nt][i], bl[nt][i]);
+            }
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            if (k0 >= r0 + mt * 16 + 16)
+                continue;
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                gc_mma_bf(acc[mt][nt], al[mt], bh[nt][0], bh[nt][1]);
+                gc_mma_bf(acc[mt][nt], ah[mt], bl[nt][0], bl[nt][1]);
+                gc_mma_bf(acc[mt][nt], ah[mt], bh[nt][0], bh[nt][1]);
+            }
+        }
     }
 }
 
@@ -759,6 +814,37 @@ __device__ __forceinline__ void gc_async_bytes(void *dst, int dst_ld, const void
     }
 }
 
+/* A 16x16 tile of K K^T (isp = 0) or Q K^T (isp = 1) stored with its decay mask applied
+ * (GC_FORM_PREP): A_ij = beta_i exp(gamma_i - gamma_j) k_i.k_j (j < i) in fp32 (the forward
+ * substitution reads it), -P_ij = -exp(gamma_i - gamma_j) q_i.k_j (j <= i) as a plane pair
+ * (hi at Pp, lo at Pp + po; the products read it by ldmatrix); rows past L zero. The same
+ * expressions on the same values as the separate mask pass of the other forms: the same bits. */
+__device__ __forceinline__ void gc_tiles_store_masked(const float (&acc)[1][2][4], bool isp, float *As,
+                                                      __nv_bfloat16 *Pp, int lda, int po, int r0, int n0,
+                                                      const float *gs, const float *bs, int L) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int i = r0 + g + 8 * h, j = n0 + nt * 8 + 2 * t;
+            float m[2];
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const float x = acc[0][nt][2 * h + e];
+                const float dec = (j + e <= i && i < L) ? expf(gs[i] - gs[j + e]) : 0.0f;
+                m[e] = isp ? (j + e <= i ? -dec * x : 0.0f) : (j + e < i ? bs[i] * dec * x : 0.0f);
+            }
+            if (isp) {
+                uint32_t hi, lo;
+                gc_split_bf(m[0], m[1], hi, lo);
+                *(uint32_t *)(Pp + i * lda + j) = hi, *(uint32_t *)(Pp + po + i * lda + j) = lo;
+            } else {
+                *(float2 *)(As + i * lda + j) = make_float2(m[0], m[1]);
+            }
+        }
+}
+
 static size_t gdn_prep_smem(int64_t dk, int64_t dv, int form) {
     const int pa = form != GC_FORM_TF32 ? gc_pad<GC_FORM_BF16>::rowA : gc_pad<GC_FORM_TF32>::rowA;
     const int pb = form != GC_FORM_TF32 ? gc_pad<GC_FORM_BF16>::rowB : gc_pad<GC_FORM_TF32>::rowB;
@@ -771,6 +857,8 @@ static size_t gdn_prep_smem(int64_t dk, int64_t dv, int form) {
  *   A = beta exp(gamma_i - gamma_j) k_i.k_j (j < i),  -P = -exp(gamma_i - gamma_j) q_i.k_j (j <= i)
  *   T' = (I + A)^-1 diag(beta) (forward substitution, one thread per column, while v arrives
  *   by cp.async), W = T' (exp(gamma) k),  U = T' v,  Q' = exp(gamma) q - P W,  O0 = P U
+ * (GC_FORM_PREP and its wide form: the masks applied where K K^T and Q K^T are stored, T' and
+ * -P kept as bf16 plane pairs over the same shared bytes, read by ldmatrix)
  * and writes -W, Q', Kd = exp(gamma_last - gamma) k, U, O0, exp(gamma_last) (gdn_seg_ws).
  * Products on the tensor cores (gc_product: 3xBF16 or 3xTF32). Rows past the sequence's end
  * are zero everywhere. Element-wise passes go a row per warp, four columns a lane (float4). */
@@ -788,6 +876,10 @@ __global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a
     float *gs = Ps + GC * lda, *bs = gs + GC, *iq = bs + GC, *ik = iq + GC, *eg = ik + GC, *ed = eg + GC;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     constexpr int NW = GC_PREP_THREADS / 32;
+    constexpr bool WIDE = FORM == GC_FORM_PLANES_WIDE || FORM == GC_FORM_PREP_WIDE;
+    constexpr bool PREP = FORM >= GC_FORM_PREP; /* T' and -P as plane pairs over As and Ps */
+    __nv_bfloat16 *Tp = (__nv_bfloat16 *)As, *Pp = (__nv_bfloat16 *)Ps; /* hi [64][lda], lo */
+    const int ppo = GC * lda;                                            /* lo plane offset */
     const int64_t h = blockIdx.y, Hv = a.n_v_heads, kh = h / (Hv / a.n_k_heads);
     const int64_t ch = (int64_t)blockIdx.x * Hv + h;
     const int64_t t0 = (c0 + blockIdx.x) * GC;
@@ -884,7 +976,10 @@ __global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a
         float acc[1][2][4];
         gc_tiles_fill(acc, 0.0f);
         gc_product<1, 2, false, true, false, FORM>(acc, X, ldk, Ks, ldk, ti * 16, tj * 16, dkp); /* B = K^T */
-        gc_tiles_store(acc, isp ? Ps : As, lda, ti * 16, tj * 16, 1.0f);
+        if (PREP) /* the masks below applied here, to the same values: A in fp32, -P as planes */
+            gc_tiles_store_masked(acc, isp, As, Pp, lda, ppo, ti * 16, tj * 16, gs, bs, L);
+        else
+            gc_tiles_store(acc, isp ? Ps : As, lda, ti * 16, tj * 16, 1.0f);
     }
     __syncthreads(); /* q^ no longer read: v may land over it */
     const float *vg = a.v + t0 * a.ldv + h * dv;
@@ -901,7 +996,7 @@ __global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a
         }
         __pipeline_commit();
     }
-    for (int idx = tid; idx < GC * GC / 4; idx += GC_PREP_THREADS) {
+    for (int idx = tid; !PREP && idx < GC * GC / 4; idx += GC_PREP_THREADS) {
         const int i = idx >> 4, j0 = (idx & 15) * 4;
         const float4 av = *(const float4 *)(As + i * lda + j0), pv = *(const float4 *)(Ps + i * lda + j0);
         const float ai[4] = {av.x, av.y, av.z, av.w}, pi[4] = {pv.x, pv.y, pv.z, pv.w};
@@ -952,8 +1047,15 @@ __global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a
     if (tid < GC) { /* T' = (I + A)^-1 diag(beta): column j scaled by beta_j */
         const float bj = bs[tid];
 #pragma unroll
-        for (int i = 0; i < GC; i++)
-            As[i * lda + tid] = x[i] * bj;
+        for (int i = 0; i < GC; i++) {
+            if (PREP) { /* split as gc_split_bf splits it (element-wise round to nearest) */
+                const float v = x[i] * bj;
+                const __nv_bfloat16 hi = __float2bfloat16_rn(v);
+                Tp[i * lda + tid] = hi, Tp[ppo + i * lda + tid] = __float2bfloat16_rn(v - __bfloat162float(hi));
+            } else {
+                As[i * lda + tid] = x[i] * bj;
+            }
+        }
     }
     __syncthreads();
     /* W = T' (exp(gamma) k) and U = T' v, one 16-column stripe per warp at a time: a stripe's
@@ -968,12 +1070,14 @@ __global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a
         const int ldd = isw ? dkp : dvp;
         float acc[4][2][4];
         gc_tiles_fill(acc, 0.0f);
-        gc_product<4, 2, false, false, true, FORM>(acc, As, lda, B, ldb, 0, 0, GC);
+        if (PREP)
+            gc_gemm_tri_ap<4, 2>(acc, Tp, lda, ppo, B, ldb, 0, 0, GC);
+        else
+            gc_product<4, 2, false, false, true, FORM>(acc, As, lda, B, ldb, 0, 0, GC);
         __syncwarp(); /* every lane's reads of the stripe done */
         gc_tiles_store(acc, B, ldb, 0, 0, 1.0f);
         if (FORM >= GC_FORM_PLANES && isw)
-            gc_tiles_store_planes<FORM == GC_FORM_PLANES_WIDE>(acc, gc_planes_at(w.wn, ch, dkp) + cj * 16, dkp,
-                                                                GC * dkp, 0, 0, -1.0f);
+            gc_tiles_store_planes<WIDE>(acc, gc_planes_at(w.wn, ch, dkp) + cj * 16, dkp, GC * dkp, 0, 0, -1.0f);
         else
             gc_tiles_store(acc, dst, ldd, 0, 0, isw ? -1.0f : 1.0f);
     }
@@ -988,14 +1092,19 @@ __global__ void __launch_bounds__(GC_PREP_THREADS, 2) k_gdn_prep(clef_gdn_args a
             gc_tiles_load(acc, w.qp + ch * GC * dkp + warp * 16, dkp, 0, 0);
         __syncthreads();
         if (warp < nsk) {
-            gc_product<4, 2, false, false, true, FORM>(acc, Ps, lda, Ks + warp * 16, ldk, 0, 0, GC);
-            gc_tiles_store_planes<FORM == GC_FORM_PLANES_WIDE>(acc, gc_planes_at(w.qp, ch, dkp) + warp * 16, dkp,
-                                                                GC * dkp, 0, 0, 1.0f);
+            if (PREP)
+                gc_gemm_tri_ap<4, 2>(acc, Pp, lda, ppo, Ks + warp * 16, ldk, 0, 0, GC);
+            else
+                gc_product<4, 2, false, false, true, FORM>(acc, Ps, lda, Ks + warp * 16, ldk, 0, 0, GC);
+            gc_tiles_store_planes<WIDE>(acc, gc_planes_at(w.qp, ch, dkp) + warp * 16, dkp, GC * dkp, 0, 0, 1.0f);
         }
         for (int s = nsk + warp; s < nst; s += NW) {
             const int cj = s - nsk;
             gc_tiles_fill(acc, 0.0f);
-            gc_product<4, 2, false, false, true, FORM>(acc, Ps, lda, Vs + cj * 16, ldv, 0, 0, GC);
+            if (PREP)
+                gc_gemm_tri_ap<4, 2>(acc, Pp, lda, ppo, Vs + cj * 16, ldv, 0, 0, GC);
+            else
+                gc_product<4, 2, false, false, true, FORM>(acc, Ps, lda, Vs + cj * 16, ldv, 0, 0, GC);
             gc_tiles_store(acc, w.o0 + ch * GC * dvp + cj * 16, dvp, 0, 0, -1.0f);
         }
     } else {
@@ -1251,14 +1360,16 @@ static bool gdn_chunked_fits(const cuda_context *ctx, const clef_gdn_args *args)
 }
 
 /* The product form: clef_backend_cuda_tune_gdn_products, else the environment's
- * CLEF_GDN_PRODUCTS (tf32x3 | bf16x3 | bf16x3-planes: whole-model comparisons without a
- * rebuild), else GC_FORM_DEFAULT. */
+ * CLEF_GDN_PRODUCTS (tf32x3 | bf16x3 | bf16x3-planes[-wide] | bf16x3-prep[-wide]: whole-model
+ * comparisons without a rebuild), else GC_FORM_DEFAULT. */
 static int gdn_products_form(void) {
     if (gc_products_tuned)
         return gc_products_tuned == CLEF_GDN_PRODUCTS_TF32X3         ? GC_FORM_TF32
                : gc_products_tuned == CLEF_GDN_PRODUCTS_BF16X3        ? GC_FORM_BF16
                : gc_products_tuned == CLEF_GDN_PRODUCTS_BF16X3_PLANES ? GC_FORM_PLANES
-                                                                      : GC_FORM_PLANES_WIDE;
+               : gc_products_tuned == CLEF_GDN_PRODUCTS_BF16X3_PLANES_WIDE ? GC_FORM_PLANES_WIDE
+               : gc_products_tuned == CLEF_GDN_PRODUCTS_BF16X3_PREP  ? GC_FORM_PREP
+                                                                      : GC_FORM_PREP_WIDE;
     static int from_env = -1; /* read once; a racing first read stores the same value */
     if (from_env < 0) {
         const char *v = getenv("CLEF_GDN_PRODUCTS");
@@ -1266,6 +1377,8 @@ static int gdn_products_form(void) {
                    : v && !strcmp(v, "bf16x3")        ? GC_FORM_BF16
                    : v && !strcmp(v, "bf16x3-planes") ? GC_FORM_PLANES
                    : v && !strcmp(v, "bf16x3-planes-wide") ? GC_FORM_PLANES_WIDE
+                   : v && !strcmp(v, "bf16x3-prep") ? GC_FORM_PREP
+                   : v && !strcmp(v, "bf16x3-prep-wide") ? GC_FORM_PREP_WIDE
                                                       : GC_FORM_DEFAULT;
     }
     return from_env;
@@ -1282,7 +1395,9 @@ static void gdn_chunked(clef_backend *be, const clef_gdn_args *args, void *scrat
     const int form = gdn_products_form();
     const size_t prep_smem = gdn_prep_smem(args->dk, args->dv, form);
     const size_t walk_smem = form >= GC_FORM_PLANES ? gdn_walk_planes_smem(args->dk, nc) : gdn_walk_smem(args->dk, nc, form);
-    void (*prep)(clef_gdn_args, int64_t, gdn_seg_ws) = form == GC_FORM_PLANES_WIDE ? k_gdn_prep<GC_FORM_PLANES_WIDE>
+    void (*prep)(clef_gdn_args, int64_t, gdn_seg_ws) = form == GC_FORM_PREP_WIDE ? k_gdn_prep<GC_FORM_PREP_WIDE>
+                                                       : form == GC_FORM_PREP ? k_gdn_prep<GC_FORM_PREP>
+                                                       : form == GC_FORM_PLANES_WIDE ? k_gdn_prep<GC_FORM_PLANES_WIDE>
                                                        : form == GC_FORM_PLANES ? k_gdn_prep<GC_FORM_PLANES>
                                                        : form == GC_FORM_BF16 ? k_gdn_prep<GC_FORM_BF16>
                                                                               : k_gdn_prep<GC_FORM_TF32>;
