@@ -475,7 +475,9 @@ static int run_wgmma(clef_backend *be, int is27, int reps) {
             printf("\nINT8: the GEMM alone (int32 out) on cuBLASLt and on wgmma variants 1 (128 x 128 tiles), 2 (128 x 256, "
                    "two m64n128 per slice), 3 (128 x 256, one m64n256), 4 (3 in clusters of two, the weight multicast), "
                    "5 (3 persistent), 6 (1 persistent), 7 (ping-pong, 128 x 128 a warpgroup), 8 (ping-pong, 64 x 256 a "
-                   "warpgroup), 9 (7 in clusters of two, the weight multicast); then the whole INT8 matmul on each and on the default (auto)\n\n"
+                   "warpgroup), 9 (7 in clusters of two, the weight multicast), 10 (5 in clusters of two, the weight "
+                   "multicast), 11 (5 in clusters of 2 x 2, the weight and x multicast), 12 (5 with its results stored by "
+                   "TMA); then the whole INT8 matmul on each and on the default (auto)\n\n"
                    "| model | linear | N x K | T | bf16 matmul ms | TFLOP/s | cuBLASLt ms | TOPS |");
             for (int k = 1; k < nv; k++)
                 printf(" w%d ms | TOPS |", k);

@@ -103,10 +103,19 @@ enum {
     /* PP_128 in clusters of two blocks, each loading half of the weight's slab for both (TMA
      * multicast) */
     CLEF_CUDA_WGMMA_PP_128_MC = 9,
-    CLEF_CUDA_WGMMA_INT8_LAST = CLEF_CUDA_WGMMA_PP_128_MC,
+    /* 256_PERSIST in clusters of two blocks along the tokens, each loading half of the
+     * weight's slab for both (MC), or of 2 x 2 blocks, x's slab shared by the two blocks of a
+     * row as well (MC4) (TMA multicast; no faster than 256_PERSIST on the 27B / 9B shapes,
+     * H200 run18_i8b) */
+    CLEF_CUDA_WGMMA_256_PERSIST_MC = 10,
+    CLEF_CUDA_WGMMA_256_PERSIST_MC4 = 11,
+    /* 256_PERSIST with its epilogue through shared memory and TMA stores left in flight under
+     * the next tile's wgmmas (results not 16-byte aligned: 256_PERSIST's epilogue) */
+    CLEF_CUDA_WGMMA_256_PERSIST_TS = 12,
+    CLEF_CUDA_WGMMA_INT8_LAST = CLEF_CUDA_WGMMA_256_PERSIST_TS,
     /* for INT8 (the backend's default), per call: 128 x 128 tiles where 128 x 256 ones would
      * make fewer than 2.5 waves over the SMs (few tokens, narrow outputs), else by layout
-     * CLEF_CUDA_WGMMA_256_PERSIST (K > 8,192) or CLEF_CUDA_WGMMA_PP_128_MC (every INT8 variant
+     * CLEF_CUDA_WGMMA_256_PERSIST_TS (K > 8,192) or CLEF_CUDA_WGMMA_PP_128_MC (every INT8 variant
      * gives the same bits); for the exact FP8 path (its default) the register-widening kernel
      * below with tiles chosen per layout, never per row count (fp32 sums: one kernel for every
      * row count keeps a row's result independent of its batch) */

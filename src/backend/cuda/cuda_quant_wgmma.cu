@@ -32,9 +32,10 @@
  * TOPS): the cluster variant multicasts the weight's slab to two blocks, 32 KB per block
  * (measured slower as written, H200 run15: not a default).
  * INT8 also has persistent kernels (k_wgmma_persistent: one block per SM walking tiles, the
- * next tile's loads under the epilogue) and ping-pong ones (k_wgmma_pingpong: each consumer
- * warpgroup a whole tile, one's epilogue under the other's wgmmas; optionally the weight
- * multicast over two blocks), the large products' defaults since run17_i8 (wg_resolve).
+ * next tile's loads under the epilogue; optionally in clusters sharing the weight's and x's
+ * slabs by multicast) and ping-pong ones (k_wgmma_pingpong: each consumer warpgroup a whole
+ * tile, one's epilogue under the other's wgmmas; optionally the weight multicast over two
+ * blocks), the large products' defaults since run17_i8 (wg_resolve).
  * Operands in shared memory: K-major (both x and the weight are [rows, K] row-major, as
  * stored; wgmma has no other layout for 8-bit types), each row 128 bytes, the 16-byte chunks of
  * row r permuted by r mod 8 (TMA's 128-byte swizzle, which is wgmma's canonical 128B-swizzled
@@ -50,6 +51,7 @@
 #include "backend/cuda/cuda_wgmma.cuh"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* The operand types: int8 codes (int32 sums) or the bf16 values of e4m3 codes (fp32 sums). */
 struct wg_s8 {
@@ -319,6 +321,27 @@ __global__ void __launch_bounds__(wg_cfg<BM, BN>::THREADS, 1)
     }
 }
 
+/* arrive on the barrier at bar's place in block `rank` of the cluster (release at the block's
+ * scope, as for a local arrive: it only says this warp's wgmmas are done reading the stage) */
+__device__ __forceinline__ void mbar_arrive_peer(uint64_t *bar, uint32_t rank) {
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_u32(bar)), "r"(rank));
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+}
+
+/* a consumer warp is done with a stage: arrive on its `empty` barrier in this block and (CL > 1)
+ * in every other block of the cluster, whose producers may all multicast into this block's
+ * stage. The peers' arrives as k_wgmma_pingpong's (mbar_arrive_peer): the release at the
+ * cluster's scope that mbar_arrive_cluster makes (k_wgmma_gemm's CL = 2) cost these kernels
+ * a third of their rate (H200 run18_i8b: the 2 x 1 kernel 520-790 TOPS with them on the 27B
+ * shapes at 1,502+ rows, 770-1,370 with these; k_wgmma_gemm's 530-790 may be the same cause). */
+template <int CL> __device__ __forceinline__ void wg_release(uint64_t *bar, uint32_t rank) {
+    mbar_arrive(bar);
+    if constexpr (CL > 1)
+        for (uint32_t r = 1; r < (uint32_t)CL; r++)
+            mbar_arrive_peer(bar, (rank + r) % CL);
+}
+
 /* The persistent kernels (CLEF_CUDA_WGMMA_*_PERSIST, INT8): one block per SM walks the tiles
  * blockIdx.x, blockIdx.x + gridDim.x, ... with one ring of stages across its tiles, so the
  * producer loads the next tile's first stages while the consumers run the previous tile's
@@ -327,7 +350,18 @@ __global__ void __launch_bounds__(wg_cfg<BM, BN>::THREADS, 1)
  * tile, so the tiles in flight at once cover a band of about WG_GROUP_N weight slabs x 16 row
  * slabs, which L2 keeps (the grid of k_wgmma_gemm, rows fastest, re-reads all of x for every
  * weight slab once x outgrows L2: 8,192 rows x 17,408 of K is 142 MB). The sums of a tile are
- * those of k_wgmma_gemm (same stages, same wgmmas in the same order). */
+ * those of k_wgmma_gemm (same stages, same wgmmas in the same order).
+ * CM x CN > 1 (CLEF_CUDA_WGMMA_256_PERSIST_MC*): blocks in clusters of CM x CN walk units of
+ * CM row tiles x CN column tiles, block (rm, rn) = cluster rank rm + CM rn making row tile
+ * CM i + rm, column tile CN j + rn of unit (i, j). The CM blocks of a column share the weight's
+ * slab: each loads 1 / CM of its rows and the copy engine writes them into all CM (TMA
+ * multicast); likewise the CN blocks of a row share x's slab. A 128 x 256 tile's bytes from L2
+ * per k-step fall from 48 KB to 32 KB (2 x 1) or 24 KB (2 x 2), the limit run17_i8 suspected for
+ * the K = 5,120 shapes. A stage is refilled once the consumers of every block of the cluster
+ * are done with it (each consumer warp arrives on the `empty` barrier of every block: a peer's
+ * multicast may write into any of them). Measured (H200 run18_i8b): no faster than the plain
+ * kernel on the K = 5,120 shapes (2 x 1: 770-1,090 TOPS vs 770-1,210), so the 128 x 256 tile is
+ * not limited by its operands' traffic there; opt-in. */
 #define WG_GROUP_N 8
 
 __device__ __forceinline__ void wg_tile_at(int tile, int mt, int nt, int &mi, int &ni) {
@@ -337,11 +371,92 @@ __device__ __forceinline__ void wg_tile_at(int tile, int mt, int nt, int &mi, in
     ni = n_first + in % width;
 }
 
-template <class OP, int BN, int WN, bool FUSED>
+/* TS (CLEF_CUDA_WGMMA_256_PERSIST_TS): the epilogue through shared memory, stored by the copy
+ * engine. run18_i8b found the persistent 128 x 256 kernel's main loop at cuBLASLt's rate and
+ * ~8 us a tile outside it (its stores, 128 KB a tile, made by every SM at once); here each
+ * consumer warpgroup writes its 64 x 256 results in eight 64 x 32 boxes (8 KB, TMA's 128-byte
+ * swizzle, so a warp's 8-byte writes spread over all banks) through a ring of two buffers, and
+ * one thread hands each box to a bulk tensor store: the warpgroup goes on to the next box, and
+ * after the last to the next tile's wgmmas, while the stores drain. The values are
+ * wg_epilogue's (same scaling, bias and accumulate order, a read of y for accumulate), so the
+ * same bits; TMA leaves out the rows past T and columns past N. */
+#define WG_TS_BOX 8192 /* a 64-row x 32-column box of 4-byte results */
+
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, const void *src, int c0, int c1) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                 ::"l"((uint64_t)map), "r"(c0), "r"(c1), "r"(smem_u32(src))
+                 : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+/* the stores committed before the newest N have read their shared memory */
+template <int N> __device__ __forceinline__ void bulk_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+/* the 128 threads of consumer warpgroup cw (named barrier 1 + cw; 0 is __syncthreads') */
+__device__ __forceinline__ void wg_bar(int cw) { asm volatile("bar.sync %0, 128;" ::"r"(1 + cw) : "memory"); }
+
+template <class OP, bool FUSED>
+__device__ __forceinline__ void wg_epilogue_tma(const typename OP::acc_t (&d)[128], const wg_out &out,
+                                                const CUtensorMap *map_y, uint8_t *ring, int cw, int m0w, int n0,
+                                                int T, int N) {
+    const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, leader = threadIdx.x % 128 == 0;
+    const int r_base = warp * 16 + lane / 4;
+    float st[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int t = m0w + r_base + 8 * h;
+        st[h] = FUSED && t < T ? out.sx[t] : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < 8; k++) { /* box k: columns n0 + 32 k ... + 31 */
+        uint8_t *buf = ring + (k & 1) * WG_TS_BOX;
+        if (leader) /* the store two boxes back (this buffer's) has read it */
+            bulk_wait_read<1>();
+        wg_bar(cw);
+#pragma unroll
+        for (int jj = 0; jj < 4; jj++) {
+            const int j = 4 * k + jj, n = n0 + 8 * j + 2 * (lane % 4);
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int rr = r_base + 8 * h, t = m0w + rr;
+                uint32_t bits[2];
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const typename OP::acc_t v = d[4 * j + 2 * h + e];
+                    if constexpr (!FUSED)
+                        bits[e] = (uint32_t)(int32_t)v;
+                    else {
+                        float r = 0.0f;
+                        if (t < T && n + e < N) {
+                            r = wg_scale(v, st[h], out.sw[n + e]);
+                            if (out.bias)
+                                r = __fadd_rn(r, out.bias[n + e]);
+                            if (out.accumulate)
+                                r = __fadd_rn(out.y[(int64_t)t * out.ldy + n + e], r);
+                        }
+                        bits[e] = __float_as_uint(r);
+                    }
+                }
+                /* byte 4 (8 jj + 2 (lane % 4)) of row rr: 16-byte chunk 2 jj + (lane % 4) / 2, XOR rr % 8 */
+                const int chunk = (2 * jj + (lane % 4) / 2) ^ (rr & 7);
+                *(uint2 *)(buf + rr * 128 + chunk * 16 + (lane & 1) * 8) = make_uint2(bits[0], bits[1]);
+            }
+        }
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* the writes, seen by the copy engine */
+        wg_bar(cw);
+        if (leader) {
+            tma_store_2d(map_y, buf, n0 + 32 * k, m0w);
+            bulk_commit();
+        }
+    }
+}
+
+template <class OP, int BN, int WN, int CM, int CN, bool FUSED, bool TS>
 __global__ void __launch_bounds__(wg_cfg<128, BN>::THREADS, 1)
-    k_wgmma_persistent(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w, int T,
-                       int N, int K, wg_out out) {
-    constexpr int BM = 128;
+    k_wgmma_persistent(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
+                       const __grid_constant__ CUtensorMap map_y, int T, int N, int K, wg_out out) {
+    constexpr int BM = 128, CL = CM * CN;
     typedef wg_cfg<BM, BN> C;
     typedef typename OP::acc_t acc_t;
     constexpr int NB = BN / WN, NR = WN / 2, BK = WG_ROW / OP::ELEM;
@@ -349,36 +464,59 @@ __global__ void __launch_bounds__(wg_cfg<128, BN>::THREADS, 1)
     const uint32_t raw = smem_u32(smem_raw);
     uint8_t *smem = smem_raw + ((1024 - (raw & 1023)) & 1023);
     uint8_t *sa = smem, *sb = smem + C::STAGES * C::A_BYTES;
-    uint64_t *full = (uint64_t *)(sb + C::STAGES * C::B_BYTES), *empty = full + C::STAGES;
-    const int mt = (T + BM - 1) / BM, nt = (N + BN - 1) / BN, tiles = mt * nt, nk = (K + BK - 1) / BK;
+    uint8_t *so = sb + C::STAGES * C::B_BYTES; /* TS: two boxes a consumer warpgroup */
+    uint64_t *full = (uint64_t *)(so + (TS ? 2 * C::CONSUMERS * WG_TS_BOX : 0)), *empty = full + C::STAGES;
+    static_assert(!TS || (BN == 256 && WN == 256), "the TMA-store epilogue takes one m64n256 accumulator");
+    /* units: CM row tiles x CN column tiles, one a cluster (one tile when CL = 1) */
+    const int mt = (T + BM - 1) / BM, nt = (N + BN - 1) / BN, mu = (mt + CM - 1) / CM, nu = (nt + CN - 1) / CN;
+    const int units = mu * nu, nk = (K + BK - 1) / BK, first = (int)blockIdx.x / CL, stride = (int)gridDim.x / CL;
     const int wg = threadIdx.x / 128;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < C::STAGES; s++) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 4 * C::CONSUMERS); /* lane 0 of each consumer warp */
+            mbar_init(&empty[s], 4 * C::CONSUMERS * CL); /* lane 0 of each consumer warp (of the cluster) */
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     }
-    __syncthreads();
+    if constexpr (CL > 1)
+        cluster_sync(); /* the peers' barriers exist before anything reaches them */
+    else
+        __syncthreads();
+    const uint32_t rank = CL > 1 ? cluster_rank() : 0;
+    const int rm = (int)rank % CM, rn = (int)rank / CM;
 
     /* it counts the stage uses of this block over all its tiles: stage it % STAGES, its
      * (it / STAGES)-th fill; producer and consumers walk the same tiles, so the same count */
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(C::PRODUCER_REGS));
         if (threadIdx.x == 0) {
+            uint16_t mask_x = 0, mask_w = 0; /* the blocks sharing this one's x slab / weight slab */
+            for (int c = 0; c < CN; c++)
+                mask_x |= (uint16_t)(1u << (rm + CM * c));
+            for (int r = 0; r < CM; r++)
+                mask_w |= (uint16_t)(1u << (r + CM * rn));
             uint32_t it = 0;
-            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            for (int u = first; u < units; u += stride) {
                 int mi, ni;
-                wg_tile_at(tile, mt, nt, mi, ni);
+                wg_tile_at(u, mu, nu, mi, ni);
+                mi = mi * CM + rm, ni = ni * CN + rn; /* past mt / nt: zeros loaded, nothing stored */
                 for (int kb = 0; kb < nk; kb++, it++) {
                     const uint32_t s = it % C::STAGES;
-                    if (it >= (uint32_t)C::STAGES) /* its previous fill consumed */
+                    if (it >= (uint32_t)C::STAGES) /* its previous fill consumed (in every block of the cluster) */
                         mbar_wait(&empty[s], (it / C::STAGES - 1) & 1);
                     mbar_expect_tx(&full[s], (uint32_t)(C::A_BYTES + C::B_BYTES));
-                    tma_load_2d(sa + s * C::A_BYTES, &map_x, &full[s], kb * BK, mi * BM);
-                    tma_load_2d(sb + s * C::B_BYTES, &map_w, &full[s], kb * BK, ni * BN);
+                    if constexpr (CN > 1) /* this block's share of x's rows, into the blocks of its row */
+                        tma_load_2d_multicast(sa + s * C::A_BYTES + rn * (C::A_BYTES / CN), &map_x, &full[s], kb * BK,
+                                              mi * BM + rn * (BM / CN), mask_x);
+                    else
+                        tma_load_2d(sa + s * C::A_BYTES, &map_x, &full[s], kb * BK, mi * BM);
+                    if constexpr (CM > 1) /* this block's share of the weight's rows, into the blocks of its column */
+                        tma_load_2d_multicast(sb + s * C::B_BYTES + rm * (C::B_BYTES / CM), &map_w, &full[s], kb * BK,
+                                              ni * BN + rm * (BN / CM), mask_w);
+                    else
+                        tma_load_2d(sb + s * C::B_BYTES, &map_w, &full[s], kb * BK, ni * BN);
                 }
             }
         }
@@ -386,9 +524,10 @@ __global__ void __launch_bounds__(wg_cfg<128, BN>::THREADS, 1)
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(C::CONSUMER_REGS));
         const int cw = wg - 1, lane = threadIdx.x % 32;
         uint32_t it = 0;
-        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        for (int u = first; u < units; u += stride) {
             int mi, ni;
-            wg_tile_at(tile, mt, nt, mi, ni);
+            wg_tile_at(u, mu, nu, mi, ni);
+            mi = mi * CM + rm, ni = ni * CN + rn;
             acc_t d[NB][NR];
 #pragma unroll
             for (int nb = 0; nb < NB; nb++)
@@ -411,14 +550,24 @@ __global__ void __launch_bounds__(wg_cfg<128, BN>::THREADS, 1)
                 wgmma_commit();
                 wgmma_wait<1>(); /* the previous stage's wgmmas are done with it: give it back */
                 if (kb > 0 && lane == 0)
-                    mbar_arrive(&empty[(it - 1) % C::STAGES]);
+                    wg_release<CL>(&empty[(it - 1) % C::STAGES], rank);
             }
             wgmma_wait<0>(); /* the tile's last stage, given back before the epilogue: the
                               * producer refills it for the next tile meanwhile */
             if (nk > 0 && lane == 0)
-                mbar_arrive(&empty[(it - 1) % C::STAGES]);
-            wg_epilogue<OP, NB, WN, FUSED>(d, out, mi * BM + cw * 64, ni * BN, T, N);
+                wg_release<CL>(&empty[(it - 1) % C::STAGES], rank);
+            if constexpr (TS)
+                wg_epilogue_tma<OP, FUSED>(d[0], out, &map_y, so + cw * 2 * WG_TS_BOX, cw, mi * BM + cw * 64,
+                                           ni * BN, T, N);
+            else
+                wg_epilogue<OP, NB, WN, FUSED>(d, out, mi * BM + cw * 64, ni * BN, T, N);
         }
+        if (TS && threadIdx.x % 128 == 0) /* the last stores done before the block's shared memory goes */
+            bulk_wait_all();
+    }
+    if constexpr (CL > 1) { /* no block leaves while a peer may still write into it or arrive on its barriers */
+        __syncwarp();
+        cluster_sync();
     }
 }
 
@@ -443,14 +592,6 @@ template <int TM, int TN, int STAGES> struct wg_pp_cfg {
     static_assert(SMEM <= 232448, "shared memory of a block");
     static_assert(TM * TN <= 128 * 128, "a warpgroup's accumulators: 128 registers a thread");
 };
-
-/* arrive on the barrier at bar's place in block `rank` of the cluster (release at the block's
- * scope, as for a local arrive: it only says this warp's wgmmas are done reading the stage) */
-__device__ __forceinline__ void mbar_arrive_peer(uint64_t *bar, uint32_t rank) {
-    uint32_t remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_u32(bar)), "r"(rank));
-    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
-}
 
 template <class OP, int TM, int TN, int STAGES, int CL, bool FUSED>
 __global__ void __launch_bounds__(384, 1)
@@ -659,25 +800,73 @@ static int wg_launch_pingpong(clef_backend *be, int64_t T, int64_t N, int64_t K,
     return CUDA_CHECK_LAUNCH(be, "wgmma GEMM kernel (ping-pong)") == CLEF_OK;
 }
 
-/* the persistent kernels: as many blocks as SMs (or tiles, if fewer) */
-template <class OP, int BN, int WN, bool FUSED>
+/* the results' tensor map of the TMA-store epilogue: [rows, cols] 4-byte elements, row stride
+ * ld, boxes of 64 rows x 32 (128 bytes, swizzled at that width); TMA wants the base 16-byte
+ * aligned and ld a multiple of 4 */
+static int wg_map_out(CUtensorMap *map, void *p, int is_int, int64_t rows, int64_t cols, int64_t ld) {
+    PFN_cuTensorMapEncodeTiled_v12000 enc = wg_encode_fn();
+    if (!enc || (uintptr_t)p % 16 != 0 || ld % 4 != 0)
+        return 0;
+    cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)(ld * 4)};
+    cuuint32_t box[2] = {32, 64}, one[2] = {1, 1};
+    return enc(map, is_int ? CU_TENSOR_MAP_DATA_TYPE_INT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, p, dims, strides, box,
+               one, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+/* the persistent kernels: as many blocks as SMs (or tiles, if fewer); CM x CN > 1: as many
+ * clusters as fit at once (cudaOccupancyMaxActiveClusters: a GPC's SMs past a multiple of the
+ * cluster stay idle), or as many as units, if fewer; TS: the results' tensor map too */
+template <class OP, int BN, int WN, int CM, int CN, bool FUSED, bool TS>
 static int wg_launch_persistent(clef_backend *be, int64_t T, int64_t N, int64_t K, const void *x, const void *w,
                                 const wg_out &out) {
+    constexpr int CL = CM * CN;
     cuda_context *ctx = cuda_ctx(be);
-    CUtensorMap mx, mw;
-    if (!wg_map(&mx, x, OP::ELEM, T, K, 128) || !wg_map(&mw, w, OP::ELEM, N, K, BN))
+    CUtensorMap mx, mw, my = {};
+    if (!wg_map(&mx, x, OP::ELEM, T, K, 128 / CN) || !wg_map(&mw, w, OP::ELEM, N, K, BN / CM))
         return 0;
+    if constexpr (TS) /* results the copy engine cannot store (unaligned): the register epilogue */
+        if (!wg_map_out(&my, FUSED ? (void *)out.y : (void *)out.acc, !FUSED, T, N, FUSED ? out.ldy : out.ldacc))
+            return wg_launch_persistent<OP, BN, WN, CM, CN, FUSED, false>(be, T, N, K, x, w, out);
     typedef wg_cfg<128, BN> C;
-    if (cudaFuncSetAttribute(k_wgmma_persistent<OP, BN, WN, FUSED>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             C::SMEM) != cudaSuccess) {
+    constexpr int SMEM = C::SMEM + (TS ? 2 * C::CONSUMERS * WG_TS_BOX : 0);
+    static_assert(SMEM <= 232448, "shared memory of a block");
+    auto kernel = k_wgmma_persistent<OP, BN, WN, CM, CN, FUSED, TS>;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM) != cudaSuccess) {
         cudaGetLastError();
         return 0;
     }
-    const int64_t tiles = (T + 127) / 128 * ((N + BN - 1) / BN), sms = wg_sm_count(be);
-    const unsigned blocks = (unsigned)(tiles < sms ? tiles : sms);
-    k_wgmma_persistent<OP, BN, WN, FUSED><<<blocks, C::THREADS, C::SMEM, ctx->stream>>>(mx, mw, (int)T, (int)N, (int)K,
-                                                                                     out);
-    return CUDA_CHECK_LAUNCH(be, "wgmma GEMM kernel (persistent)") == CLEF_OK;
+    const int64_t units = (T + 128 * CM - 1) / (128 * CM) * ((N + BN * CN - 1) / (BN * CN)), sms = wg_sm_count(be);
+    int64_t groups = sms / CL; /* blocks, or clusters, resident at once */
+    if (CL == 1) {
+        const unsigned blocks = (unsigned)(units < groups ? units : groups);
+        kernel<<<blocks, C::THREADS, SMEM, ctx->stream>>>(mx, mw, my, (int)T, (int)N, (int)K, out);
+        return CUDA_CHECK_LAUNCH(be, "wgmma GEMM kernel (persistent)") == CLEF_OK;
+    }
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = CL, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
+    cfg.blockDim = dim3(C::THREADS), cfg.dynamicSmemBytes = SMEM, cfg.stream = ctx->stream;
+    cfg.attrs = attr, cfg.numAttrs = 1;
+    static int clusters = 0, dev = -1; /* per device: the kernel and its shared memory fixed */
+    if (dev != ctx->device) {
+        /* the query once, outside a recording (the direct run after a refused one makes it) */
+        if (cuda_capture_refuse(be, "the multicast persistent GEMM's first cluster count"))
+            return 0;
+        cfg.gridDim = dim3((unsigned)(CL * groups));
+        if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+            cudaGetLastError();
+            clusters = 0;
+        }
+        dev = ctx->device;
+    }
+    groups = clusters > 0 && clusters < groups ? clusters : groups;
+    cfg.gridDim = dim3((unsigned)(CL * (units < groups ? units : groups)));
+    if (cuda_record(be, cudaLaunchKernelEx(&cfg, kernel, mx, mw, my, (int)T, (int)N, (int)K, out),
+                    "wgmma GEMM kernel (persistent, cluster launch)") != CLEF_OK)
+        return 0;
+    return CUDA_CHECK_LAUNCH(be, "wgmma GEMM kernel (persistent, multicast)") == CLEF_OK;
 }
 
 template <class OP, bool FUSED>
@@ -692,11 +881,19 @@ static int wg_variant(clef_backend *be, int variant, int64_t T, int64_t N, int64
     }
     if constexpr (OP::ELEM == 1) /* the persistent kernels: INT8 only */
         switch (variant) {
-        case CLEF_CUDA_WGMMA_256_PERSIST: return wg_launch_persistent<OP, 256, 256, FUSED>(be, T, N, K, x, w, o);
-        case CLEF_CUDA_WGMMA_128_PERSIST: return wg_launch_persistent<OP, 128, 128, FUSED>(be, T, N, K, x, w, o);
+        case CLEF_CUDA_WGMMA_256_PERSIST:
+            return wg_launch_persistent<OP, 256, 256, 1, 1, FUSED, false>(be, T, N, K, x, w, o);
+        case CLEF_CUDA_WGMMA_128_PERSIST:
+            return wg_launch_persistent<OP, 128, 128, 1, 1, FUSED, false>(be, T, N, K, x, w, o);
         case CLEF_CUDA_WGMMA_PP_128: return wg_launch_pingpong<OP, 128, 128, 7, 1, FUSED>(be, T, N, K, x, w, o);
         case CLEF_CUDA_WGMMA_PP_64X256: return wg_launch_pingpong<OP, 64, 256, 5, 1, FUSED>(be, T, N, K, x, w, o);
         case CLEF_CUDA_WGMMA_PP_128_MC: return wg_launch_pingpong<OP, 128, 128, 7, 2, FUSED>(be, T, N, K, x, w, o);
+        case CLEF_CUDA_WGMMA_256_PERSIST_MC:
+            return wg_launch_persistent<OP, 256, 256, 2, 1, FUSED, false>(be, T, N, K, x, w, o);
+        case CLEF_CUDA_WGMMA_256_PERSIST_MC4:
+            return wg_launch_persistent<OP, 256, 256, 2, 2, FUSED, false>(be, T, N, K, x, w, o);
+        case CLEF_CUDA_WGMMA_256_PERSIST_TS:
+            return wg_launch_persistent<OP, 256, 256, 1, 1, FUSED, true>(be, T, N, K, x, w, o);
         default: break;
         }
     return 0;
@@ -707,30 +904,37 @@ static int wg_variant(clef_backend *be, int variant, int64_t T, int64_t N, int64
  * tiles make twice as many (the threshold: the best per-forward sum over the 9B and 27B
  * shapes of bench_gpu_quant wgmma, H200 run15). The larger products by layout (H200 run17_i8):
  * K > 8,192 (the MLP's down_proj) the persistent 128 x 256 kernel (a tile's main loop is long,
- * its epilogue a small part; the fewest operand bytes per multiply-add), the others the
+ * its epilogue a small part; the fewest operand bytes per multiply-add), its results stored by
+ * TMA since run18_i8b (the epilogue's stores under the next tile's wgmmas); the others the
  * ping-pong kernel with the weight multicast over two blocks (the epilogue hidden under the
- * other warpgroup's wgmmas). Only for int8, whose sums are exact whatever the kernel (every
- * variant gives the same bits, test_cuda_quant): the bf16 (FP8 exact) sums keep one kernel for
- * every row count, so a row's result never depends on the batch it came in. */
+ * other warpgroup's wgmmas; in run18_i8b still the best per forward at 1,502-2,270 rows, against
+ * the persistent kernels in clusters of 2 and 2 x 2 and the TMA-store one, which is faster from
+ * 8,192 rows on: a choice per row count, left out). Only for int8, whose sums are exact
+ * whatever the kernel (every variant gives the same bits, test_cuda_quant): the bf16 (FP8
+ * exact) sums keep one kernel for every row count, so a row's result never depends on the
+ * batch it came in. */
 static int wg_resolve(clef_backend *be, int bf16, int variant, int64_t T, int64_t N, int64_t K) {
     if (variant != CLEF_CUDA_WGMMA_AUTO)
         return variant;
     if (bf16)
         return CUDA_QUANT_WGMMA_LARGE;
-    /* CLEF_CUDA_WGMMA_INT8_LARGE=v (an INT8 variant): every large product's kernel instead, for
-     * same-run comparisons of whole forwards (read once) */
-    static int large = -1;
+    /* CLEF_CUDA_WGMMA_INT8_LARGE=v (an INT8 variant): every large product's kernel instead, or
+     * =v,w: v where K <= 8,192 and w where K > 8,192; for same-run comparisons of whole
+     * forwards (read once) */
+    static int large = -1, long_k = 0;
     if (large < 0) {
         const char *e = getenv("CLEF_CUDA_WGMMA_INT8_LARGE");
-        const int v = e ? atoi(e) : 0;
+        const char *comma = e ? strchr(e, ',') : NULL;
+        const int v = e ? atoi(e) : 0, w = comma ? atoi(comma + 1) : v;
         large = v >= CLEF_CUDA_WGMMA_128 && v <= CLEF_CUDA_WGMMA_INT8_LAST ? v : 0;
+        long_k = w >= CLEF_CUDA_WGMMA_128 && w <= CLEF_CUDA_WGMMA_INT8_LAST ? w : 0;
     }
     const int64_t tiles = (T + 127) / 128 * ((N + 255) / 256);
     if (tiles * 2 < (int64_t)wg_sm_count(be) * 5)
         return CUDA_QUANT_INT8_WGMMA_SMALL;
-    if (large)
-        return large;
-    return K > 8192 ? CUDA_QUANT_INT8_WGMMA_LONG_K : CUDA_QUANT_INT8_WGMMA_LARGE;
+    if (K > 8192)
+        return long_k ? long_k : CUDA_QUANT_INT8_WGMMA_LONG_K;
+    return large ? large : CUDA_QUANT_INT8_WGMMA_LARGE;
 }
 
 int cuda_wgmma_gemm(clef_backend *be, int bf16, int variant, int64_t T, int64_t N, int64_t K, const void *x,
