@@ -432,6 +432,7 @@ __global__ void __launch_bounds__(EW_ROW_THREADS) k_mul_sigmoid_rows_q(int64_t c
     extern __shared__ float qrow[]; /* tg.K floats */
     __shared__ float red[32];
     const int64_t t = blockIdx.x, K = tg.K, H = K / cols;
+    const bool fp8 = tg.mode == CUDA_QMODE_FP8 || tg.mode == CUDA_QMODE_FP8_BF16; /* INT8 takes its own maximum */
     float amax = 0.0f;
     for (int64_t k = 4 * (int64_t)threadIdx.x; k < K; k += 4 * (int64_t)blockDim.x) {
         const int64_t h = k / cols, c = k - h * cols, r = t * H + h;
@@ -441,7 +442,8 @@ __global__ void __launch_bounds__(EW_ROW_THREADS) k_mul_sigmoid_rows_q(int64_t c
                                      a.w * sigmoid_f(g.w));
         *(float4 *)xp = v;
         *(float4 *)(qrow + k) = v;
-        amax = amax4(amax, v);
+        if (fp8)
+            amax = amax4(amax, v);
         if (xb) {
             cuda_store_bf16x4(xb + t * K + k, v);
         }
@@ -510,6 +512,7 @@ __global__ void __launch_bounds__(EW_ROW_THREADS) k_swiglu_rows_q(const float *g
     extern __shared__ float qrow[]; /* tg.K floats */
     __shared__ float red[32];
     const int64_t t = blockIdx.x, K = tg.K;
+    const bool fp8 = tg.mode == CUDA_QMODE_FP8 || tg.mode == CUDA_QMODE_FP8_BF16; /* INT8 takes its own maximum */
     float amax = 0.0f;
     for (int64_t k = 4 * (int64_t)threadIdx.x; k < K; k += 4 * (int64_t)blockDim.x) {
         const int64_t i = t * K + k;
@@ -518,7 +521,8 @@ __global__ void __launch_bounds__(EW_ROW_THREADS) k_swiglu_rows_q(const float *g
         if (WRITE_Y)
             *(float4 *)(y + i) = v;
         *(float4 *)(qrow + k) = v;
-        amax = amax4(amax, v);
+        if (fp8)
+            amax = amax4(amax, v);
         if (WRITE_Y && yb) {
             cuda_store_bf16x4(yb + i, v);
         }

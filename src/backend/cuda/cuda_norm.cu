@@ -103,12 +103,13 @@ __global__ void k_rmsnorm(int64_t dim, const float *x, int64_t ldx, const float 
 /* k_rmsnorm for rows of at most NORM_THREADS x 4 x NORM_VEC_MAX floats with dim, ldx, ldy and
  * the pointers multiples of 4 floats (the hidden-size norms): each thread keeps its float4s of
  * the row in registers, so x is read once, in 16-byte loads. Same formula; only the order of
- * the fp32 partial sums differs. An FP8 hand-off codes the row from those registers too (its
- * maximum taken as the values are written): no shared-memory row (20 KB a 5,120-wide row, which
+ * the fp32 partial sums differs. FP8_REG (an FP8 hand-off) codes the row from those registers
+ * too (its maximum taken as the values are written; a kernel of its own, so the other cases'
+ * keeps the registers and occupancy it had): no shared-memory row (20 KB a 5,120-wide row, which
  * bounds the blocks an SM holds), no barrier and no pass over it for the maximum; the codes are
  * the same bits (the same values, scale and rounding). */
 #define NORM_VEC_MAX 16
-template <int NV>
+template <int NV, bool FP8_REG>
 __global__ void k_rmsnorm_vec(int64_t dim, const float *x, int64_t ldx, const float *w, float eps, int add_one,
                               float *y, int64_t ldy, __nv_bfloat16 *yb, cuda_qstage_target tg) {
     extern __shared__ float qrow[]; /* dim floats when tg.mode is INT8 (k_rmsnorm's tg; FP8 codes from registers) */
@@ -126,7 +127,7 @@ __global__ void k_rmsnorm_vec(int64_t dim, const float *x, int64_t ldx, const fl
         ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
     }
     const float s = 1.0f / sqrtf(block_sum(ss) / (float)dim + eps);
-    const bool fp8 = tg.mode == CUDA_QMODE_FP8 || tg.mode == CUDA_QMODE_FP8_BF16; /* coded from registers */
+    const bool fp8 = FP8_REG; /* tg.mode is FP8: coded from registers (the other modes' kernel keeps none) */
     float amax = 0.0f;
 #pragma unroll
     for (int j = 0; j < NV; j++) {
@@ -353,6 +354,18 @@ static __nv_bfloat16 *staging_for(clef_backend *be, int64_t rows, int64_t dim, i
     return ldy == dim ? cuda_staging_claim(be, rows * dim) : NULL;
 }
 
+/* k_rmsnorm_vec<NV>: its FP8 register form (no shared memory), or the form of every other case */
+template <int NV>
+static void rmsnorm_vec(int reg_fp8, int64_t rows, size_t smem, cudaStream_t st, int64_t dim, const float *x,
+                        int64_t ldx, const float *w, float eps, int add_one, float *y, int64_t ldy, __nv_bfloat16 *yb,
+                        const cuda_qstage_target &tg) {
+    if (reg_fp8)
+        k_rmsnorm_vec<NV, true><<<(unsigned)rows, NORM_THREADS, 0, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
+    else
+        k_rmsnorm_vec<NV, false><<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb,
+                                                                            tg);
+}
+
 void cuda_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *w, float eps,
                   int add_one, float *y, int64_t ldy) {
     if (cuda_ctx(be)->status != CLEF_OK || rows <= 0)
@@ -367,18 +380,21 @@ void cuda_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, i
     const int fused = dim > NORM_WARP_DIM && ldy == dim &&
                       cuda_qstage_claim(be, CUDA_QSTAGE_RMSNORM, rows * dim, dim, dim, &tg);
     size_t smem = 0;
-    /* the register kernels code an FP8 row from registers (k_rmsnorm_vec): no shared row */
+    /* the register kernels code an FP8 row from registers (k_rmsnorm_vec<NV, true>): no shared row */
     const int reg_fp8 = vec && (tg.mode == CUDA_QMODE_FP8 || tg.mode == CUDA_QMODE_FP8_BF16);
+    const int nv = dim <= 4 * NORM_THREADS * 4 ? 4 : dim <= 4 * NORM_THREADS * 8 ? 8 : dim <= 4 * NORM_THREADS * 10 ? 10
+                                                                                               : NORM_VEC_MAX;
     if (fused && !reg_fp8) {
         smem = sizeof(float) * (size_t)dim;
-        if (vec && dim <= 4 * NORM_THREADS * 4)
-            cudaFuncSetAttribute(k_rmsnorm_vec<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        else if (vec && dim <= 4 * NORM_THREADS * 8)
-            cudaFuncSetAttribute(k_rmsnorm_vec<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        else if (vec && dim <= 4 * NORM_THREADS * 10)
-            cudaFuncSetAttribute(k_rmsnorm_vec<10>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (vec && nv == 4)
+            cudaFuncSetAttribute(k_rmsnorm_vec<4, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        else if (vec && nv == 8)
+            cudaFuncSetAttribute(k_rmsnorm_vec<8, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        else if (vec && nv == 10)
+            cudaFuncSetAttribute(k_rmsnorm_vec<10, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         else if (vec)
-            cudaFuncSetAttribute(k_rmsnorm_vec<NORM_VEC_MAX>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+            cudaFuncSetAttribute(k_rmsnorm_vec<NORM_VEC_MAX, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)smem);
         else
             cudaFuncSetAttribute(k_rmsnorm, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         cuda_record(be, cudaGetLastError(), "rmsnorm + quantizer shared memory");
@@ -386,15 +402,14 @@ void cuda_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, i
     if (dim <= NORM_WARP_DIM)
         k_rmsnorm_warp<<<cuda_blocks(rows, NORM_WARP_ROWS), NORM_THREADS, 0, st>>>(rows, dim, x, ldx, w, eps, add_one, y,
                                                                                   ldy, yb);
-    else if (vec && dim <= 4 * NORM_THREADS * 4)
-        k_rmsnorm_vec<4><<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
-    else if (vec && dim <= 4 * NORM_THREADS * 8)
-        k_rmsnorm_vec<8><<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
-    else if (vec && dim <= 4 * NORM_THREADS * 10)
-        k_rmsnorm_vec<10><<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
+    else if (vec && nv == 4)
+        rmsnorm_vec<4>(reg_fp8, rows, smem, st, dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
+    else if (vec && nv == 8)
+        rmsnorm_vec<8>(reg_fp8, rows, smem, st, dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
+    else if (vec && nv == 10)
+        rmsnorm_vec<10>(reg_fp8, rows, smem, st, dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
     else if (vec)
-        k_rmsnorm_vec<NORM_VEC_MAX><<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy,
-                                                                                yb, tg);
+        rmsnorm_vec<NORM_VEC_MAX>(reg_fp8, rows, smem, st, dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
     else
         k_rmsnorm<<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
     CUDA_CHECK_LAUNCH(be, "rmsnorm kernel");
