@@ -333,6 +333,20 @@ void clef_swiglu(clef_backend *be, int64_t n, const float *gate, const float *up
     be->ops->swiglu(be, n, gate, up, y);
 }
 
+void clef_swiglu_matmul(clef_backend *be, int64_t T, const float *gate, const float *up, float *y,
+                        const clef_matrix *w, float *out, int64_t ldo, int accumulate, void *scratch) {
+    check_matmul(T, w->cols, w, ldo);
+    if (T == 0)
+        return;
+    CLEF_ASSERT(gate && up && y && out);
+    if (be->ops->swiglu_matmul) {
+        be->ops->swiglu_matmul(be, T, gate, up, y, w, out, ldo, accumulate, scratch);
+        return;
+    }
+    be->ops->swiglu(be, T * w->cols, gate, up, y);
+    be->ops->matmul(be, T, y, w->cols, w, NULL, out, ldo, accumulate, scratch);
+}
+
 void clef_add(clef_backend *be, int64_t n, const float *a, const float *b, float *y) {
     CLEF_ASSERT(n >= 0);
     if (n == 0)

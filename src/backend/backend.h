@@ -251,6 +251,14 @@ typedef struct clef_backend_ops {
     /* y = silu(gate) * up elementwise over n contiguous floats (SwiGLU). y may alias gate. */
     void (*swiglu)(clef_backend *be, int64_t n, const float *gate, const float *up, float *y);
 
+    /* The MLP's down projection of its SwiGLU: y = silu(gate) * up over T rows of K = w->cols
+     * contiguous floats (y may alias gate), then out = y w^T (+= out when accumulate) as
+     * matmul does with scratch. Afterwards y's values are unspecified: a backend whose matmul
+     * takes its input in another form (the CUDA backend's quantized hand-off: the codes an
+     * FP8 / INT8 matmul reads) may leave y unwritten. NULL: swiglu, then matmul (the CPU). */
+    void (*swiglu_matmul)(clef_backend *be, int64_t T, const float *gate, const float *up, float *y,
+                          const clef_matrix *w, float *out, int64_t ldo, int accumulate, void *scratch);
+
     /* y = a + b elementwise over n contiguous floats. y may alias a or b. */
     void (*add)(clef_backend *be, int64_t n, const float *a, const float *b, float *y);
 
@@ -444,6 +452,8 @@ void clef_unary(clef_backend *be, clef_unary_op op, int64_t n, const float *x, f
 void clef_mul_sigmoid(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_t ldx,
                       const float *gate, int64_t ldgate);
 void clef_swiglu(clef_backend *be, int64_t n, const float *gate, const float *up, float *y);
+void clef_swiglu_matmul(clef_backend *be, int64_t T, const float *gate, const float *up, float *y,
+                        const clef_matrix *w, float *out, int64_t ldo, int accumulate, void *scratch);
 void clef_add(clef_backend *be, int64_t n, const float *a, const float *b, float *y);
 
 /* head ops (see the op table) */

@@ -123,8 +123,10 @@ static void mlp(const qwen35_model *m, qwen35_state *s, const qwen35_layer *L, i
         float *gate = s->work, *up = gate + rows * F;
         project(s, rows, s->xn + r0 * D, D, &L->mlp_gate, gate, F, 0);
         project(s, rows, s->xn + r0 * D, D, &L->mlp_up, up, F, 0);
-        clef_swiglu(be, rows * F, gate, up, gate);
-        project(s, rows, gate, F, &L->mlp_down, s->h + r0 * D, D, 1);
+        /* one op: the down projection is the SwiGLU's only reader, so a backend may hand it
+         * the quantized codes without writing the fp32 values (backend.h) */
+        clef_swiglu_matmul(be, rows, gate, up, gate, &L->mlp_down, s->h + r0 * D, D, 1,
+                           L->mlp_down.quant ? s->scratch : NULL);
     }
 }
 

@@ -89,6 +89,8 @@ static const struct {
                     "gelu_tanh amplifies the tanh argument's rounding by |x| <= 8"},
     {"mul_sigmoid", 1e-6, "sigmoid (exp, divide) and one product"},
     {"swiglu", 1e-6, "silu (exp, divide) and one product"},
+    {"swiglu_matmul", 3e-6, "swiglu's silu and product per input (<= 1e-6 each), then fp32 dots "
+                            "of K <= 160 terms as matmul"},
     {"add", 1e-7, "one fp32 rounding per element (<= u)"},
     {"segment_sum", 3e-7, "double accumulation, one rounding to fp32, one fp32 add when "
                           "accumulating (<= 2u)"},
@@ -772,6 +774,34 @@ static void flat_case(harness *h, case_result *r, int kind) {
     free(a), free(b), free(ref);
 }
 static void case_swiglu(harness *h, case_result *r) { flat_case(h, r, 0); }
+
+/* swiglu_matmul: out (+)= (silu(gate) * up) w^T over T rows of K, F32 weights; half the draws
+ * with y over gate (as the model calls it). */
+static void case_swiglu_matmul(harness *h, case_result *r) {
+    const int64_t T = rand_int(h, 1, 30), N = rand_int(h, 1, 70), K = rand_int(h, 1, 160);
+    const int accumulate = (int)rand_int(h, 0, 1), in_place = (int)rand_int(h, 0, 1);
+    const int64_t ldw = K + pad(h);
+    snprintf(r->shape, sizeof r->shape, "T=%lld N=%lld K=%lld acc=%d%s", (long long)T, (long long)N,
+             (long long)K, accumulate, in_place ? " in place" : "");
+    float *g = host_rand(h, T * K, 6.0f), *u = host_rand(h, T * K, 3.0f), *wf = host_rand(h, N * ldw, 0.5f);
+    out_view y = out_make(h, T, N, N + pad(h), pad(h), 1);
+    double *ref = malloc(sizeof(double) * (size_t)(T * N));
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t n = 0; n < N; n++) {
+            double dot = accumulate ? out_init(&y, t, n) : 0.0;
+            for (int64_t k = 0; k < K; k++) {
+                const double a = g[t * K + k];
+                dot += a / (1.0 + exp(-a)) * u[t * K + k] * wf[n * ldw + k];
+            }
+            ref[t * N + n] = dot;
+        }
+    clef_matrix w = {.type = CLEF_WTYPE_F32, .rows = N, .cols = K, .ld = ldw, .data = dev_upf(h, wf, N * ldw)};
+    float *dg = dev_upf(h, g, T * K);
+    float *dy = in_place ? dg : dev_alloc(h, sizeof(float) * (size_t)(T * K));
+    clef_swiglu_matmul(h->be, T, dg, dev_upf(h, u, T * K), dy, &w, out_ptr(&y), y.ld, accumulate, NULL);
+    finish(h, &y, ref, r);
+    free(g), free(u), free(wf), free(ref);
+}
 static void case_add(harness *h, case_result *r) { flat_case(h, r, 1); }
 static void case_axpy(harness *h, case_result *r) { flat_case(h, r, 2); }
 
@@ -968,6 +998,7 @@ static const struct {
     {"unary", case_unary, {SLOT(unary)}},
     {"mul_sigmoid", case_mul_sigmoid, {SLOT(mul_sigmoid)}},
     {"swiglu", case_swiglu, {SLOT(swiglu)}},
+    {"swiglu_matmul", case_swiglu_matmul, {SLOT(swiglu_matmul)}},
     {"add", case_add, {SLOT(add)}},
     {"segment_sum", case_segment_sum, {SLOT(segment_sum)}},
     {"row_dot", case_row_dot, {SLOT(row_dot)}},

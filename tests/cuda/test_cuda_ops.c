@@ -270,6 +270,42 @@ static void test_conv_packed(void) {
     free(x), free(w), free(prev), free(yc), free(yg);
 }
 
+/* The 4-channel conv kernel (C, ldx, ldy and the pointers multiples of 4 floats, the model's
+ * layout) against the CPU (1e-5, as test_conv) and bit for bit against the one-channel kernel on
+ * the same values at an odd stride (the same products in the same order, so no difference is
+ * allowed); packed sequences (an empty one, runs starting mid-sequence) with their states. */
+static void test_conv_vec(int64_t T, int64_t C, int64_t K, int with_prev, int packed) {
+    const int64_t ldx = C + 4, ldo = C + 1; /* ldo: the one-channel kernel's stride */
+    const int64_t start[] = {0, 5, 5, 40, T};
+    const int32_t start32[] = {0, 5, 5, 40, (int32_t)T};
+    const int64_t n_seqs = packed ? 4 : 1;
+    const size_t nx = (size_t)(T * ldx), no = (size_t)(T * ldo), ny = (size_t)(T * C), np = (size_t)(n_seqs * (K - 1) * C);
+    float *x = malloc(nx * 4), *xo = malloc(no * 4), *w = malloc((size_t)(C * K) * 4), *prev = malloc(np * 4);
+    float *yc = calloc(ny, 4), *yg = malloc(ny * 4), *yo = malloc(ny * 4);
+    fill_normal(x, nx, 1.0f), fill_normal(w, (size_t)(C * K), 0.5f), fill_normal(prev, np, 1.0f);
+    for (int64_t t = 0; t < T; t++)
+        memcpy(xo + t * ldo, x + t * ldx, (size_t)C * 4);
+    clef_seqs sc = {.n_seqs = n_seqs, .start = start, .start_dev = start32, .max_len = 37};
+    clef_conv1d_causal_silu(cpu, T, C, K, x, ldx, w, with_prev ? prev : NULL, yc, C, packed ? &sc : NULL);
+    float *xd = to_gpu(gpu, x, nx * 4), *xod = to_gpu(gpu, xo, no * 4), *wd = to_gpu(gpu, w, (size_t)(C * K) * 4);
+    float *pd = to_gpu(gpu, prev, np * 4), *yd = gpu_poisoned(ny), *yod = gpu_poisoned(ny);
+    int32_t *sdev = to_gpu(gpu, start32, sizeof start32);
+    clef_seqs sg = sc;
+    sg.start_dev = sdev;
+    clef_conv1d_causal_silu(gpu, T, C, K, xd, ldx, wd, with_prev ? pd : NULL, yd, C, packed ? &sg : NULL);
+    clef_conv1d_causal_silu(gpu, T, C, K, xod, ldo, wd, with_prev ? pd : NULL, yod, C, packed ? &sg : NULL);
+    readback(yg, yd, ny), readback(yo, yod, ny);
+    char shape[80];
+    snprintf(shape, sizeof shape, "T=%lld C=%lld K=%lld%s%s (4 channels a thread)", (long long)T, (long long)C,
+             (long long)K, with_prev ? " prev" : "", packed ? " packed 5/0/35/37" : "");
+    report("conv1d_silu", shape, rel_l2(yg, yc, ny), 1e-5);
+    CHECK_MSG(!memcmp(yg, yo, ny * 4), "conv1d %s: the 4-channel kernel differs from the one-channel kernel", shape);
+    clef_backend_release(gpu, xd), clef_backend_release(gpu, xod), clef_backend_release(gpu, wd);
+    clef_backend_release(gpu, pd), clef_backend_release(gpu, yd), clef_backend_release(gpu, yod);
+    clef_backend_release(gpu, sdev);
+    free(x), free(xo), free(w), free(prev), free(yc), free(yg), free(yo);
+}
+
 static void test_gates(int64_t T, int64_t H) {
     const int64_t lda = H + 2, ldb = H + 5;
     float *a = malloc((size_t)(T * lda) * 4), *b = malloc((size_t)(T * ldb) * 4), *al = malloc((size_t)H * 4), *dt = malloc((size_t)H * 4);
@@ -1018,6 +1054,11 @@ int main(int argc, char **argv) {
     test_conv(77, 31, 3, 0);
     test_conv(300, 520, 4, 1);
     test_conv_packed();
+    test_conv_vec(1, 40, 4, 0, 0);
+    test_conv_vec(300, 520, 4, 1, 0);
+    test_conv_vec(77, 36, 3, 1, 0);
+    test_conv_vec(5 + 0 + 35 + 37, 72, 4, 1, 1);
+    test_conv_vec(5 + 0 + 35 + 37, 72, 3, 0, 1);
     test_gates(333, 12);
     test_rope(300, 64, 1);
     test_rope(19, 24, 0);

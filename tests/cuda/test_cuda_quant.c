@@ -1019,6 +1019,103 @@ static void test_fused_all(void) {
     }
 }
 
+/* swiglu_matmul (the MLP's SwiGLU with its down projection): once the matmul has learnt that
+ * SwiGLU rows feed it, the SwiGLU writes only the codes (y is left as it was: a NaN fill here,
+ * counted) and the matmul reads them: its result is bit-identical to swiglu + matmul with the
+ * hand-off off (the standalone quantizer on the fp32 y, held to the CPU by the tests above), in
+ * place (y over gate, as the model calls it) too. Where the matmul would not take the codes
+ * alone (the FP8 promoted kernel, which may fall back to reading y; the hand-off off) y is
+ * written, the same bits as swiglu's. */
+static void test_swiglu_matmul(int fmt, int promoted, int64_t T, int64_t K) {
+    char shape[96];
+    snprintf(shape, sizeof shape, "swiglu_matmul T=%lld K=%lld %s%s", (long long)T, (long long)K, fused_fmt_name[fmt],
+             promoted ? " promoted" : "");
+    clef_backend *g = NULL, *r = NULL;
+    CHECK_EQ_INT(clef_backend_cuda_create(0, &g), CLEF_OK);
+    CHECK_EQ_INT(clef_backend_cuda_create(0, &r), CLEF_OK);
+    clef_backend *both[2] = {g, r};
+    for (int i = 0; i < 2; i++) {
+        clef_backend_cuda_set_fp8_tensor_cores(both[i], fmt == FMT_FP8_TC);
+        clef_backend_cuda_set_fp8_promoted(both[i], promoted ? CLEF_CUDA_FP8_PROMOTE_128 : CLEF_CUDA_FP8_PROMOTE_OFF);
+    }
+    clef_backend_cuda_set_fused_quant(r, 0); /* the reference: swiglu, then the standalone quantizer */
+    const int64_t N = 96, TK = T * K;
+    const size_t xb = sizeof(float) * (size_t)TK, ob = sizeof(float) * (size_t)(T * N);
+    const clef_wtype wt = fmt == FMT_INT8 ? CLEF_WTYPE_INT8_CONVROT : CLEF_WTYPE_FP8_E4M3;
+    float *hg = fmalloc((size_t)TK), *hu = fmalloc((size_t)TK);
+    fill_normal(hg, (size_t)TK, 1.0f), fill_normal(hu, (size_t)TK, 1.5f);
+    float *hy[2], *ho[2];
+    clef_quant q[2];
+    for (int i = 0; i < 2; i++) {
+        clef_backend *b = both[i];
+        void *wd = clef_backend_alloc(b, (size_t)(N * K));
+        float *swd = clef_backend_alloc(b, sizeof(float) * (size_t)N);
+        clef_cuda_fill_random_codes(b, wt, wd, (size_t)(N * K), 99);
+        clef_cuda_fill_f32(b, swd, (size_t)N, 0.01f);
+        memset(&q[i], 0, sizeof q[i]);
+        if (fmt == FMT_INT8)
+            q[i].u.int8_convrot.weight_scale = swd, q[i].u.int8_convrot.rotation_group = 256;
+        else
+            q[i].u.fp8.weight_scale = swd;
+        clef_matrix w = {.type = wt, .rows = N, .cols = K, .ld = K, .data = wd, .quant = &q[i]};
+        float *gd = to_gpu(b, hg, xb), *ud = to_gpu(b, hu, xb), *yd = clef_backend_alloc(b, xb);
+        float *od = clef_backend_alloc(b, ob);
+        hy[i] = fmalloc((size_t)TK), ho[i] = fmalloc((size_t)(T * N));
+        if (i == 1) { /* the reference */
+            clef_swiglu(b, TK, gd, ud, yd);
+            clef_matmul(b, T, yd, K, &w, NULL, od, N, 0);
+        } else {
+            clef_swiglu_matmul(b, T, gd, ud, yd, &w, od, N, 0, NULL); /* learns */
+            clef_cuda_fill_f32(b, yd, (size_t)TK, NAN);
+            clef_swiglu_matmul(b, T, gd, ud, yd, &w, od, N, 0, NULL); /* y: codes only, or written */
+        }
+        CHECK_EQ_INT(clef_backend_synchronize(b), CLEF_OK);
+        clef_backend_read(b, hy[i], yd, xb), clef_backend_read(b, ho[i], od, ob);
+        if (i == 0) {
+            /* in place, as the model calls it: y over gate */
+            float *od2 = clef_backend_alloc(b, ob), *ho2 = fmalloc((size_t)(T * N));
+            clef_swiglu_matmul(b, T, gd, ud, gd, &w, od2, N, 0, NULL);
+            CHECK_EQ_INT(clef_backend_synchronize(b), CLEF_OK);
+            clef_backend_read(b, ho2, od2, ob);
+            CHECK_MSG(count_diff_bytes(ho2, ho[0], ob) == 0, "%s: in place, another result", shape);
+            free(ho2);
+            clef_backend_release(b, od2);
+        }
+        void *bufs[] = {wd, swd, gd, ud, yd, od};
+        for (size_t k = 0; k < sizeof bufs / sizeof *bufs; k++)
+            clef_backend_release(b, bufs[k]);
+    }
+    int64_t served = -1, writes = -1, unwritten = 0;
+    clef_cuda_fused_quant_counts(g, &served, &writes);
+    for (int64_t i = 0; i < TK; i++)
+        unwritten += isnan(hy[0][i]) != 0;
+    const int64_t dout = count_diff_bytes(ho[0], ho[1], ob), dy = count_diff_bytes(hy[0], hy[1], xb);
+    printf("fused quantizer  %-44s matmul differing %lld bytes, y unwritten %lld of %lld, served %lld\n", shape,
+           (long long)dout, (long long)unwritten, (long long)TK, (long long)served);
+    CHECK_MSG(dout == 0, "%s: the result differs from swiglu + matmul", shape);
+    if (promoted && fmt != FMT_INT8) { /* may fall back to reading y: written, never served codes-only */
+        CHECK_MSG(dy == 0, "%s: y not written (or not swiglu's) for a matmul that may read it", shape);
+    } else {
+        CHECK_MSG(unwritten == TK, "%s: y written although its matmul read only the codes (%lld of %lld)", shape,
+                  (long long)(TK - unwritten), (long long)TK);
+        CHECK_MSG(served == 2, "%s: matmuls served %lld (want 2: codes only, in place)", shape, (long long)served);
+    }
+    for (int i = 0; i < 2; i++)
+        free(hy[i]), free(ho[i]);
+    free(hg), free(hu);
+    clef_backend_free(g), clef_backend_free(r);
+}
+
+static void test_swiglu_matmul_all(void) {
+    for (int fmt = 0; fmt < 3; fmt++) {
+        test_swiglu_matmul(fmt, 0, 130, 17408); /* the 27B's down_proj input */
+        test_swiglu_matmul(fmt, 0, 1, 4096);
+        if (fmt == FMT_FP8_EXACT)
+            test_swiglu_matmul(fmt, 1, 130, 17408);
+    }
+    test_swiglu_matmul(FMT_FP8_TC, 0, 66, 1040 + 16 * 7);
+}
+
 /* A bad configuration is a status with a message, never a crash. */
 /* ---- scratch planned under one setting, run under another -------------------------------------- */
 
@@ -1166,6 +1263,7 @@ int main(int argc, char **argv) {
     }
     if (argc > 1 && !strcmp(argv[1], "fused")) { /* the hand-off's checks alone */
         test_fused_all();
+        test_swiglu_matmul_all();
         clef_backend_free(gpu);
         clef_backend_free(cpu);
         return test_summary();
@@ -1175,8 +1273,10 @@ int main(int argc, char **argv) {
         goto nf4;
     if (int8_only)
         goto int8;
-    if (!fp8_only)
+    if (!fp8_only) {
         test_fused_all();
+        test_swiglu_matmul_all();
+    }
     test_fp8(1, 64, 256, 0, 0, 0);
     test_fp8(37, 200, 512, 16, 1, 1);
     test_fp8(300, 1024, 4096, 0, 0, 1);

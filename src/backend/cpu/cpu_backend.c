@@ -98,7 +98,7 @@ static int cpu_fork(clef_backend *parent, clef_backend **child);
 
 /* Every slot of the table is a pointer; the guarded variant (cpu_guard.c) must wrap each op,
  * so a new op is a compile error here until it is added there too. */
-_Static_assert(sizeof(clef_backend_ops) == 44 * sizeof(void *),
+_Static_assert(sizeof(clef_backend_ops) == 45 * sizeof(void *),
                "the op table changed: add the new op to cpu_guard_ops() in cpu_guard.c, "
                "then update this count");
 
@@ -132,6 +132,7 @@ static const clef_backend_ops cpu_ops = {
     .unary = cpu_unary,
     .mul_sigmoid = cpu_mul_sigmoid,
     .swiglu = cpu_swiglu,
+    .swiglu_matmul = NULL, /* clef_swiglu_matmul: swiglu, then matmul */
     .add = cpu_add,
     /* head ops */
     .segment_sum = cpu_segment_sum,

@@ -321,7 +321,8 @@ static void guarded_axpy(clef_backend *be, int64_t n, float alpha, const float *
  * format queries (supports_format, prepared_size, *_workspace_size) and the memory slots
  * (memory, host_alloc, host_free: NULL on the CPU) touch no buffer and stay as they are;
  * write_async is NULL on the CPU too, so clef_backend_write_async takes the guarded write;
- * the recording slots (capture_begin ...) are NULL on the CPU: forwards run their ops. */
+ * the recording slots (capture_begin ...) are NULL on the CPU: forwards run their ops;
+ * swiglu_matmul is NULL on the CPU too: clef_swiglu_matmul runs the guarded swiglu and matmul. */
 void cpu_guard_ops(const clef_backend_ops *plain, clef_backend_ops *out) {
     *out = *plain;
     out->name = "cpu-guarded";

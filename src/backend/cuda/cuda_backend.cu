@@ -155,6 +155,7 @@ static const clef_backend_ops cuda_ops = {
     .unary = cuda_unary,
     .mul_sigmoid = cuda_mul_sigmoid,
     .swiglu = cuda_swiglu,
+    .swiglu_matmul = cuda_swiglu_matmul,
     .add = cuda_add,
     .segment_sum = cuda_segment_sum,
     .row_dot = cuda_row_dot,

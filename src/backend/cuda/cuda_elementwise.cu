@@ -12,7 +12,8 @@
  * quantized hand-off, cuda_quant_stage.cu), a row kernel (one block per token row) writes the
  * fp32 output, the staging's bf16 and that matmul's codes + per-token scale instead: each
  * value by the same expression as the elementwise kernel (the same fp32 bits), the row kept in
- * shared memory for the quantizer (cuda_quant_row.cuh).
+ * shared memory for the quantizer (cuda_quant_row.cuh). The MLP's SwiGLU comes with its down
+ * projection (swiglu_matmul): when that matmul takes the codes, the kernel writes only them.
  */
 #include "backend/cuda/cuda_internal.cuh"
 #include "backend/cuda/cuda_quant_row.cuh"
@@ -123,6 +124,74 @@ __global__ void k_conv1d_silu_run(int64_t T, int64_t C, const float *x, int64_t 
     }
 }
 
+/* k_conv1d_silu_run over 4 channels a thread (C, ldx, ldy and x, y, prev multiples of 4 floats):
+ * 16-byte loads and stores, and every input of the run loaded before any arithmetic, so a
+ * thread has CONV_RUN + K - 1 loads in flight instead of one row's at a time (the one-channel
+ * kernel ran at half the memory floor: 79 us for the 27B's 2,270 x 10,240 against 39). Per
+ * channel the same products in the same order as k_conv1d_silu_run: the same bits. */
+#define CONV_VEC_THREADS 128
+template <int K>
+__global__ void __launch_bounds__(CONV_VEC_THREADS)
+    k_conv1d_silu_run4(int64_t T, int64_t C, const float *x, int64_t ldx, const float *w, const float *prev, float *y,
+                       int64_t ldy, const int32_t *start, int64_t n_seqs) {
+    const int64_t c = 4 * ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
+    const int64_t r0 = (int64_t)blockIdx.y * CONV_RUN;
+    if (c >= C)
+        return;
+    const int n = T - r0 < CONV_RUN ? (int)(T - r0) : CONV_RUN;
+    float wk[4][K];
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+#pragma unroll
+        for (int k = 0; k < K; k++)
+            wk[j][k] = w[(c + j) * K + k];
+    float4 in[CONV_RUN + K - 1]; /* in[i]: the input of row r0 - (K - 1) + i (0 before row 0, past the run) */
+#pragma unroll
+    for (int i = 0; i < CONV_RUN + K - 1; i++) {
+        const int64_t src = r0 - (K - 1) + i;
+        in[i] = src >= 0 && i < n + K - 1 ? *(const float4 *)(x + src * ldx + c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+    int64_t s = 0, begin = 0, next = INT64_MAX;
+    if (start) { /* the sequence of row r0: binary search in the offsets */
+        int64_t lo = 0, hi = n_seqs - 1;
+        while (lo < hi) {
+            int64_t mid = (lo + hi + 1) / 2;
+            if (start[mid] <= r0)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        s = lo, begin = start[s], next = start[s + 1];
+    }
+#pragma unroll
+    for (int i = 0; i < CONV_RUN; i++) {
+        if (i >= n)
+            break;
+        const int64_t row = r0 + i;
+        while (row >= next) /* a new sequence starts (empty ones are skipped) */
+            s++, begin = next, next = start[s + 1];
+        const int64_t t = row - begin;
+        const float *ps = prev ? prev + s * (K - 1) * C : NULL;
+        float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            const int64_t src = t - K + 1 + k;
+            float4 v;
+            if (src >= 0)
+                v = in[i + k];
+            else if (ps)
+                v = *(const float4 *)(ps + (K - 1 + src) * C + c);
+            else
+                continue;
+            a0 += wk[0][k] * v.x;
+            a1 += wk[1][k] * v.y;
+            a2 += wk[2][k] * v.z;
+            a3 += wk[3][k] * v.w;
+        }
+        *(float4 *)(y + row * ldy + c) = make_float4(silu_f(a0), silu_f(a1), silu_f(a2), silu_f(a3));
+    }
+}
+
 void cuda_conv1d_causal_silu(clef_backend *be, int64_t T, int64_t C, int64_t K, const float *x, int64_t ldx,
                              const float *w, const float *prev, float *y, int64_t ldy, const clef_seqs *seqs) {
     if (cuda_ctx(be)->status != CLEF_OK || T * C <= 0)
@@ -130,6 +199,18 @@ void cuda_conv1d_causal_silu(clef_backend *be, int64_t T, int64_t C, int64_t K, 
     const int32_t *start = seqs ? seqs->start_dev : NULL;
     const int64_t n_seqs = seqs ? seqs->n_seqs : 1;
     const int64_t runs = (T + CONV_RUN - 1) / CONV_RUN;
+    const int vec = C % 4 == 0 && ldx % 4 == 0 && ldy % 4 == 0 && ((uintptr_t)x | (uintptr_t)y | (uintptr_t)prev) % 16 == 0;
+    if ((K == 3 || K == 4) && runs < 65535 && x != y && vec) {
+        dim3 vgrid(cuda_blocks(C / 4, CONV_VEC_THREADS), (unsigned)runs);
+        if (K == 4)
+            k_conv1d_silu_run4<4><<<vgrid, CONV_VEC_THREADS, 0, cuda_ctx(be)->stream>>>(T, C, x, ldx, w, prev, y, ldy,
+                                                                                       start, n_seqs);
+        else
+            k_conv1d_silu_run4<3><<<vgrid, CONV_VEC_THREADS, 0, cuda_ctx(be)->stream>>>(T, C, x, ldx, w, prev, y, ldy,
+                                                                                       start, n_seqs);
+        CUDA_CHECK_LAUNCH(be, "conv1d kernel");
+        return;
+    }
     if ((K == 3 || K == 4) && runs < 65535 && x != y) {
         dim3 rgrid(cuda_blocks(C, EW_THREADS), (unsigned)runs);
         if (K == 4)
@@ -351,6 +432,8 @@ __global__ void __launch_bounds__(EW_ROW_THREADS) k_mul_sigmoid_rows_q(int64_t c
     extern __shared__ float qrow[]; /* tg.K floats */
     __shared__ float red[32];
     const int64_t t = blockIdx.x, K = tg.K, H = K / cols;
+    const bool fp8 = tg.mode == CUDA_QMODE_FP8 || tg.mode == CUDA_QMODE_FP8_BF16; /* INT8 takes its own maximum */
+    float amax = 0.0f;
     for (int64_t k = 4 * (int64_t)threadIdx.x; k < K; k += 4 * (int64_t)blockDim.x) {
         const int64_t h = k / cols, c = k - h * cols, r = t * H + h;
         float *xp = x + t * K + k;
@@ -359,12 +442,14 @@ __global__ void __launch_bounds__(EW_ROW_THREADS) k_mul_sigmoid_rows_q(int64_t c
                                      a.w * sigmoid_f(g.w));
         *(float4 *)xp = v;
         *(float4 *)(qrow + k) = v;
+        if (fp8)
+            amax = amax4(amax, v);
         if (xb) {
             cuda_store_bf16x4(xb + t * K + k, v);
         }
     }
     __syncthreads();
-    cuda_qrow_quantize(tg, t, qrow, red);
+    cuda_qrow_quantize_max(tg, t, qrow, red, amax);
 }
 
 void cuda_mul_sigmoid(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_t ldx, const float *gate,
@@ -419,24 +504,42 @@ __global__ void k_swiglu(int64_t n, const float *gate, const float *up, float *y
     }
 }
 
-/* k_swiglu<4> and the hand-off's quantizer, one block per K-long row. */
+/* k_swiglu<4> and the hand-off's quantizer, one block per K-long row. WRITE_Y = false: the
+ * codes alone (cuda_swiglu_matmul, when its matmul reads nothing else): no fp32 y, no bf16. */
+template <bool WRITE_Y>
 __global__ void __launch_bounds__(EW_ROW_THREADS) k_swiglu_rows_q(const float *gate, const float *up, float *y,
                                                                   __nv_bfloat16 *yb, cuda_qstage_target tg) {
     extern __shared__ float qrow[]; /* tg.K floats */
     __shared__ float red[32];
     const int64_t t = blockIdx.x, K = tg.K;
+    const bool fp8 = tg.mode == CUDA_QMODE_FP8 || tg.mode == CUDA_QMODE_FP8_BF16; /* INT8 takes its own maximum */
+    float amax = 0.0f;
     for (int64_t k = 4 * (int64_t)threadIdx.x; k < K; k += 4 * (int64_t)blockDim.x) {
         const int64_t i = t * K + k;
         const float4 g = *(const float4 *)(gate + i), u = *(const float4 *)(up + i);
         const float4 v = make_float4(silu_f(g.x) * u.x, silu_f(g.y) * u.y, silu_f(g.z) * u.z, silu_f(g.w) * u.w);
-        *(float4 *)(y + i) = v;
+        if (WRITE_Y)
+            *(float4 *)(y + i) = v;
         *(float4 *)(qrow + k) = v;
-        if (yb) {
+        if (fp8)
+            amax = amax4(amax, v);
+        if (WRITE_Y && yb) {
             cuda_store_bf16x4(yb + i, v);
         }
     }
     __syncthreads();
-    cuda_qrow_quantize(tg, t, qrow, red);
+    cuda_qrow_quantize_max(tg, t, qrow, red, amax);
+}
+
+/* The elementwise kernel alone (yb: NULL or the staging of y). */
+static void swiglu_plain(clef_backend *be, int64_t n, const float *gate, const float *up, float *y,
+                         __nv_bfloat16 *yb) {
+    const int vec = n % 4 == 0 && ((uintptr_t)gate | (uintptr_t)up | (uintptr_t)y) % 16 == 0;
+    if (vec)
+        k_swiglu<4><<<cuda_blocks(n / 4, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(n, gate, up, y, yb);
+    else
+        k_swiglu<1><<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(n, gate, up, y, yb);
+    CUDA_CHECK_LAUNCH(be, "swiglu kernel");
 }
 
 void cuda_swiglu(clef_backend *be, int64_t n, const float *gate, const float *up, float *y) {
@@ -446,22 +549,61 @@ void cuda_swiglu(clef_backend *be, int64_t n, const float *gate, const float *up
     const int vec = n % 4 == 0 && ((uintptr_t)gate | (uintptr_t)up | (uintptr_t)y) % 16 == 0 ? 4 : 1;
     cuda_qstage_target tg;
     if (vec == 4 && cuda_qstage_claim(be, CUDA_QSTAGE_SWIGLU, n, 1, 0, &tg)) {
-        const size_t smem = row_smem(be, k_swiglu_rows_q, tg.K);
-        k_swiglu_rows_q<<<(unsigned)(n / tg.K), EW_ROW_THREADS, smem, cuda_ctx(be)->stream>>>(gate, up, y, yb, tg);
+        const size_t smem = row_smem(be, k_swiglu_rows_q<true>, tg.K);
+        k_swiglu_rows_q<true><<<(unsigned)(n / tg.K), EW_ROW_THREADS, smem, cuda_ctx(be)->stream>>>(gate, up, y, yb,
+                                                                                                  tg);
         CUDA_CHECK_LAUNCH(be, "swiglu + quantizer kernel");
         if (yb)
             cuda_staging_mark(be, y, n);
         cuda_qstage_mark(be, CUDA_QSTAGE_SWIGLU, y, n, &tg);
         return;
     }
-    if (vec == 4)
-        k_swiglu<4><<<cuda_blocks(n / 4, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(n, gate, up, y, yb);
-    else
-        k_swiglu<1><<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, cuda_ctx(be)->stream>>>(n, gate, up, y, yb);
-    CUDA_CHECK_LAUNCH(be, "swiglu kernel");
+    swiglu_plain(be, n, gate, up, y, yb);
     if (yb)
         cuda_staging_mark(be, y, n);
     cuda_qstage_mark(be, CUDA_QSTAGE_SWIGLU, y, n, NULL);
+}
+
+/* SwiGLU and the down projection (backend.h's swiglu_matmul), in two halves (the profile
+ * times each: cuda_profile.cu). The SwiGLU: when the hand-off has learnt that this matmul's
+ * format reads SwiGLU rows of K and that matmul will take the codes (cuda_qstage_codes_only,
+ * cuda_qstage_takes: checked on the very state it will see), the kernel writes the codes and
+ * scales only, and y (4 of the 13 bytes a value the fused kernel moved: 8 read, 4 + 1 written)
+ * and its bf16 staging are never written, as nothing reads them; returns 1 then, and the
+ * matmul must take the codes (cuda_matmul_codes_only). Anything else: the SwiGLU op as
+ * before; returns 0. The matmul's result is the same bits either way: its codes are the same
+ * bits (cuda_quant_row.cuh). */
+int cuda_swiglu_for_matmul(clef_backend *be, int64_t T, const float *gate, const float *up, float *y,
+                           const clef_matrix *w) {
+    cuda_context *ctx = cuda_ctx(be);
+    if (ctx->status != CLEF_OK || T <= 0)
+        return 0;
+    const int64_t K = w->cols, n = T * K;
+    const int vec = n % 4 == 0 && ((uintptr_t)gate | (uintptr_t)up | (uintptr_t)y) % 16 == 0;
+    cuda_qstage_target tg;
+    if (vec && cuda_qstage_codes_only(be, w) && cuda_qstage_claim(be, CUDA_QSTAGE_SWIGLU, n, 1, K, &tg) &&
+        tg.mode == cuda_qstage_mode_of(be, w)) {
+        const size_t smem = row_smem(be, k_swiglu_rows_q<false>, tg.K);
+        k_swiglu_rows_q<false><<<(unsigned)T, EW_ROW_THREADS, smem, ctx->stream>>>(gate, up, NULL, NULL, tg);
+        CUDA_CHECK_LAUNCH(be, "swiglu codes kernel");
+        cuda_qstage_mark(be, CUDA_QSTAGE_SWIGLU, y, n, &tg);
+        if (cuda_qstage_takes(be, T, y, K, w))
+            return 1;
+        /* the matmul would not take them (never in the model): y after all */
+        swiglu_plain(be, n, gate, up, y, NULL);
+        cuda_qstage_mark(be, CUDA_QSTAGE_SWIGLU, y, n, NULL);
+        return 0;
+    }
+    cuda_swiglu(be, n, gate, up, y);
+    return 0;
+}
+
+void cuda_swiglu_matmul(clef_backend *be, int64_t T, const float *gate, const float *up, float *y,
+                        const clef_matrix *w, float *out, int64_t ldo, int accumulate, void *scratch) {
+    if (cuda_swiglu_for_matmul(be, T, gate, up, y, w))
+        cuda_matmul_codes_only(be, T, y, w, out, ldo, accumulate, scratch);
+    else
+        cuda_matmul(be, T, y, w->cols, w, NULL, out, ldo, accumulate, scratch);
 }
 
 __global__ void k_add(int64_t n, const float *a, const float *b, float *y) {

@@ -217,6 +217,14 @@ void cuda_qstage_mark(clef_backend *be, int kind, const float *src, int64_t n, c
 int cuda_qstage_valid(clef_backend *be);
 void cuda_qstage_after_matmul(clef_backend *be, int was_valid, const float *y, int64_t T, int64_t N, int64_t ldy,
                               const void *scratch, size_t scratch_bytes);
+/* A producer whose fp32 output only the next matmul, on w, reads (cuda_swiglu_matmul): whether
+ * that matmul reads the codes alone when it finds them (FP8 / INT8 ConvRot paths that never
+ * fall back to reading x); whether it would find them now for T rows at x; and the matmul
+ * itself, which fails (CLEF_ERR_INTERNAL) if it did not take them. */
+int cuda_qstage_codes_only(clef_backend *be, const clef_matrix *w);
+int cuda_qstage_takes(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w);
+void cuda_matmul_codes_only(clef_backend *be, int64_t T, const float *x, const clef_matrix *w, float *y, int64_t ldy,
+                            int accumulate, void *scratch);
 /* The largest dynamic shared memory a block may opt into (bytes; cached per context). */
 int cuda_smem_optin(clef_backend *be);
 
@@ -243,6 +251,11 @@ void cuda_unary(clef_backend *be, clef_unary_op op, int64_t n, const float *x, f
 void cuda_mul_sigmoid(clef_backend *be, int64_t rows, int64_t cols, float *x, int64_t ldx,
                       const float *gate, int64_t ldgate);
 void cuda_swiglu(clef_backend *be, int64_t n, const float *gate, const float *up, float *y);
+void cuda_swiglu_matmul(clef_backend *be, int64_t T, const float *gate, const float *up, float *y,
+                        const clef_matrix *w, float *out, int64_t ldo, int accumulate, void *scratch);
+/* its first half: 1 when y was left unwritten, and the matmul must be cuda_matmul_codes_only */
+int cuda_swiglu_for_matmul(clef_backend *be, int64_t T, const float *gate, const float *up, float *y,
+                           const clef_matrix *w);
 void cuda_add(clef_backend *be, int64_t n, const float *a, const float *b, float *y);
 int cuda_fill_normal_bf16(clef_backend *be, void *dst, size_t n, float std, uint64_t seed);
 

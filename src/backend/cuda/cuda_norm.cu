@@ -103,12 +103,16 @@ __global__ void k_rmsnorm(int64_t dim, const float *x, int64_t ldx, const float 
 /* k_rmsnorm for rows of at most NORM_THREADS x 4 x NORM_VEC_MAX floats with dim, ldx, ldy and
  * the pointers multiples of 4 floats (the hidden-size norms): each thread keeps its float4s of
  * the row in registers, so x is read once, in 16-byte loads. Same formula; only the order of
- * the fp32 partial sums differs. */
+ * the fp32 partial sums differs. FP8_REG (an FP8 hand-off) codes the row from those registers
+ * too (its maximum taken as the values are written; a kernel of its own, so the other cases'
+ * keeps the registers and occupancy it had): no shared-memory row (20 KB a 5,120-wide row, which
+ * bounds the blocks an SM holds), no barrier and no pass over it for the maximum; the codes are
+ * the same bits (the same values, scale and rounding). */
 #define NORM_VEC_MAX 16
-template <int NV>
+template <int NV, bool FP8_REG>
 __global__ void k_rmsnorm_vec(int64_t dim, const float *x, int64_t ldx, const float *w, float eps, int add_one,
                               float *y, int64_t ldy, __nv_bfloat16 *yb, cuda_qstage_target tg) {
-    extern __shared__ float qrow[]; /* dim floats when tg.mode != 0 (k_rmsnorm's tg) */
+    extern __shared__ float qrow[]; /* dim floats when tg.mode is INT8 (k_rmsnorm's tg; FP8 codes from registers) */
     __shared__ float red[32];
     const float4 *xr = (const float4 *)(x + (int64_t)blockIdx.x * ldx);
     float4 *yr = (float4 *)(y + (int64_t)blockIdx.x * ldy);
@@ -123,6 +127,8 @@ __global__ void k_rmsnorm_vec(int64_t dim, const float *x, int64_t ldx, const fl
         ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
     }
     const float s = 1.0f / sqrtf(block_sum(ss) / (float)dim + eps);
+    const bool fp8 = FP8_REG; /* tg.mode is FP8: coded from registers (the other modes' kernel keeps none) */
+    float amax = 0.0f;
 #pragma unroll
     for (int j = 0; j < NV; j++) {
         const int i = threadIdx.x + j * NORM_THREADS;
@@ -139,10 +145,23 @@ __global__ void k_rmsnorm_vec(int64_t dim, const float *x, int64_t ldx, const fl
         if (yb) {
             cuda_store_bf16x4(yb + (int64_t)blockIdx.x * dim + 4 * (int64_t)i, n);
         }
-        if (tg.mode)
+        if (fp8)
+            v[j] = n, amax = amax4(amax, n);
+        else if (tg.mode)
             ((float4 *)qrow)[i] = n;
     }
-    if (tg.mode) {
+    if (fp8) {
+        const float qs = fp8_row_scale(qrow_block_max(amax, red));
+        if (threadIdx.x == 0)
+            tg.scales[blockIdx.x] = qs;
+#pragma unroll
+        for (int j = 0; j < NV; j++) {
+            const int i = threadIdx.x + j * NORM_THREADS;
+            if (i >= n4)
+                break;
+            cuda_qrow_fp8_put4(tg, blockIdx.x, i, v[j], qs);
+        }
+    } else if (tg.mode) {
         __syncthreads();
         cuda_qrow_quantize(tg, blockIdx.x, qrow, red);
     }
@@ -260,10 +279,11 @@ __global__ void k_rmsnorm_gated_warp(int64_t rows, int64_t dim, const float *x, 
 /* One row r of the gated norm by one warp (lane = its lane), dim, ldx, ldz, ldy and the
  * pointers multiples of 4 floats and dim <= 128 x NV (the GDN's 128-wide heads: one float4 of
  * x and of z per lane, 16-byte loads); qrow: NULL, or where the row's values also go (shared
- * memory of the fused kernel). The one body of k_rmsnorm_gated_warp_vec and
- * k_rmsnorm_gated_rows_q, so both write the same bits. */
+ * memory of the fused kernel; returns the largest magnitude this lane put there, for the FP8
+ * scale). The one body of k_rmsnorm_gated_warp_vec and k_rmsnorm_gated_rows_q, so both write
+ * the same bits. */
 template <int NV>
-__device__ __forceinline__ void gated_row_vec(int64_t r, int lane, int64_t dim, const float *x, int64_t ldx,
+__device__ __forceinline__ float gated_row_vec(int64_t r, int lane, int64_t dim, const float *x, int64_t ldx,
                                               const float *z, int64_t ldz, const float *w, float eps, float *y,
                                               int64_t ldy, __nv_bfloat16 *yb, float *qrow) {
     const float4 *xr = (const float4 *)(x + r * ldx), *zr = (const float4 *)(z + r * ldz), *w4 = (const float4 *)w;
@@ -278,6 +298,7 @@ __device__ __forceinline__ void gated_row_vec(int64_t r, int lane, int64_t dim, 
         ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
     }
     const float s = 1.0f / sqrtf(warp_sum_all(ss) / (float)dim + eps);
+    float amax = 0.0f;
 #pragma unroll
     for (int j = 0; j < NV; j++) {
         const int i = lane + 32 * j;
@@ -291,8 +312,9 @@ __device__ __forceinline__ void gated_row_vec(int64_t r, int lane, int64_t dim, 
             cuda_store_bf16x4(yb + r * dim + 4 * (int64_t)i, o);
         }
         if (qrow)
-            ((float4 *)qrow)[i] = o;
+            ((float4 *)qrow)[i] = o, amax = amax4(amax, o);
     }
+    return amax;
 }
 
 /* k_rmsnorm_gated_warp with 16-byte loads (gated_row_vec). */
@@ -317,10 +339,12 @@ __global__ void __launch_bounds__(NORM_GATED_Q_THREADS)
     extern __shared__ float qrow[];
     __shared__ float red[32];
     const int64_t t = blockIdx.x, heads = tg.K / dim;
+    float amax = 0.0f;
     for (int64_t h = threadIdx.x >> 5; h < heads; h += blockDim.x >> 5) /* warp-uniform */
-        gated_row_vec<NV>(t * heads + h, threadIdx.x & 31, dim, x, ldx, z, ldz, w, eps, y, ldy, yb, qrow + h * dim);
+        amax = fmaxf(amax, gated_row_vec<NV>(t * heads + h, threadIdx.x & 31, dim, x, ldx, z, ldz, w, eps, y, ldy, yb,
+                                             qrow + h * dim));
     __syncthreads();
-    cuda_qrow_quantize(tg, t, qrow, red);
+    cuda_qrow_quantize_max(tg, t, qrow, red, amax);
 }
 
 /* Rows run as a grid of up to 2^31-1 blocks: every model's row count fits. */
@@ -328,6 +352,18 @@ __global__ void __launch_bounds__(NORM_GATED_Q_THREADS)
 /* Contiguous output rows: also into the bf16 staging, when it has room (see the header). */
 static __nv_bfloat16 *staging_for(clef_backend *be, int64_t rows, int64_t dim, int64_t ldy) {
     return ldy == dim ? cuda_staging_claim(be, rows * dim) : NULL;
+}
+
+/* k_rmsnorm_vec<NV>: its FP8 register form (no shared memory), or the form of every other case */
+template <int NV>
+static void rmsnorm_vec(int reg_fp8, int64_t rows, size_t smem, cudaStream_t st, int64_t dim, const float *x,
+                        int64_t ldx, const float *w, float eps, int add_one, float *y, int64_t ldy, __nv_bfloat16 *yb,
+                        const cuda_qstage_target &tg) {
+    if (reg_fp8)
+        k_rmsnorm_vec<NV, true><<<(unsigned)rows, NORM_THREADS, 0, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
+    else
+        k_rmsnorm_vec<NV, false><<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb,
+                                                                            tg);
 }
 
 void cuda_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, int64_t ldx, const float *w, float eps,
@@ -344,16 +380,21 @@ void cuda_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, i
     const int fused = dim > NORM_WARP_DIM && ldy == dim &&
                       cuda_qstage_claim(be, CUDA_QSTAGE_RMSNORM, rows * dim, dim, dim, &tg);
     size_t smem = 0;
-    if (fused) {
+    /* the register kernels code an FP8 row from registers (k_rmsnorm_vec<NV, true>): no shared row */
+    const int reg_fp8 = vec && (tg.mode == CUDA_QMODE_FP8 || tg.mode == CUDA_QMODE_FP8_BF16);
+    const int nv = dim <= 4 * NORM_THREADS * 4 ? 4 : dim <= 4 * NORM_THREADS * 8 ? 8 : dim <= 4 * NORM_THREADS * 10 ? 10
+                                                                                               : NORM_VEC_MAX;
+    if (fused && !reg_fp8) {
         smem = sizeof(float) * (size_t)dim;
-        if (vec && dim <= 4 * NORM_THREADS * 4)
-            cudaFuncSetAttribute(k_rmsnorm_vec<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        else if (vec && dim <= 4 * NORM_THREADS * 8)
-            cudaFuncSetAttribute(k_rmsnorm_vec<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        else if (vec && dim <= 4 * NORM_THREADS * 10)
-            cudaFuncSetAttribute(k_rmsnorm_vec<10>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (vec && nv == 4)
+            cudaFuncSetAttribute(k_rmsnorm_vec<4, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        else if (vec && nv == 8)
+            cudaFuncSetAttribute(k_rmsnorm_vec<8, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        else if (vec && nv == 10)
+            cudaFuncSetAttribute(k_rmsnorm_vec<10, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         else if (vec)
-            cudaFuncSetAttribute(k_rmsnorm_vec<NORM_VEC_MAX>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+            cudaFuncSetAttribute(k_rmsnorm_vec<NORM_VEC_MAX, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)smem);
         else
             cudaFuncSetAttribute(k_rmsnorm, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         cuda_record(be, cudaGetLastError(), "rmsnorm + quantizer shared memory");
@@ -361,15 +402,14 @@ void cuda_rmsnorm(clef_backend *be, int64_t rows, int64_t dim, const float *x, i
     if (dim <= NORM_WARP_DIM)
         k_rmsnorm_warp<<<cuda_blocks(rows, NORM_WARP_ROWS), NORM_THREADS, 0, st>>>(rows, dim, x, ldx, w, eps, add_one, y,
                                                                                   ldy, yb);
-    else if (vec && dim <= 4 * NORM_THREADS * 4)
-        k_rmsnorm_vec<4><<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
-    else if (vec && dim <= 4 * NORM_THREADS * 8)
-        k_rmsnorm_vec<8><<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
-    else if (vec && dim <= 4 * NORM_THREADS * 10)
-        k_rmsnorm_vec<10><<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
+    else if (vec && nv == 4)
+        rmsnorm_vec<4>(reg_fp8, rows, smem, st, dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
+    else if (vec && nv == 8)
+        rmsnorm_vec<8>(reg_fp8, rows, smem, st, dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
+    else if (vec && nv == 10)
+        rmsnorm_vec<10>(reg_fp8, rows, smem, st, dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
     else if (vec)
-        k_rmsnorm_vec<NORM_VEC_MAX><<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy,
-                                                                                yb, tg);
+        rmsnorm_vec<NORM_VEC_MAX>(reg_fp8, rows, smem, st, dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
     else
         k_rmsnorm<<<(unsigned)rows, NORM_THREADS, smem, st>>>(dim, x, ldx, w, eps, add_one, y, ldy, yb, tg);
     CUDA_CHECK_LAUNCH(be, "rmsnorm kernel");

@@ -65,6 +65,21 @@ static void p_matmul(clef_backend *be, int64_t T, const float *x, int64_t ldx, c
     g_prof->real->matmul(be, T, x, ldx, w, bias, y, ldy, accumulate, scratch);
     prof_end(be, i);
 }
+/* the SwiGLU and the matmul of swiglu_matmul timed apart, under swiglu and the matmul's key */
+static void p_swiglu_matmul(clef_backend *be, int64_t T, const float *g, const float *u, float *y, const clef_matrix *w,
+                            float *out, int64_t ldo, int accumulate, void *scratch) {
+    int i = prof_begin(be, "swiglu");
+    const int codes_only = cuda_swiglu_for_matmul(be, T, g, u, y, w);
+    prof_end(be, i);
+    char key[64];
+    snprintf(key, sizeof key, "matmul %lldx%lld", (long long)w->rows, (long long)w->cols);
+    i = prof_begin(be, key);
+    if (codes_only)
+        cuda_matmul_codes_only(be, T, y, w, out, ldo, accumulate, scratch);
+    else
+        cuda_matmul(be, T, y, w->cols, w, NULL, out, ldo, accumulate, scratch);
+    prof_end(be, i);
+}
 WRAP(get_rows, (clef_backend *be, const clef_matrix *e, int64_t n, const int32_t *ids, float *y, int64_t ldy),
      (be, e, n, ids, y, ldy))
 WRAP(rmsnorm, (clef_backend *be, int64_t r, int64_t d, const float *x, int64_t ldx, const float *w, float eps, int a1, float *y, int64_t ldy),
@@ -111,6 +126,7 @@ extern "C" int clef_backend_cuda_profile(clef_backend *be, int on) {
         t->layernorm = p_layernorm, t->conv1d_causal_silu = p_conv1d_causal_silu, t->gdn_gates = p_gdn_gates;
         t->gdn = p_gdn, t->rope_apply = p_rope_apply, t->attention = p_attention, t->softmax = p_softmax;
         t->unary = p_unary, t->mul_sigmoid = p_mul_sigmoid, t->swiglu = p_swiglu, t->add = p_add;
+        t->swiglu_matmul = p_swiglu_matmul;
         t->segment_sum = p_segment_sum, t->row_dot = p_row_dot, t->segment_softmax = p_segment_softmax;
         t->add_rows = p_add_rows, t->pair_features = p_pair_features, t->axpy = p_axpy;
         /* profiled forwards run their ops directly (the events time each op); graph_free stays

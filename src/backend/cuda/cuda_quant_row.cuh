@@ -84,35 +84,57 @@ static __device__ __forceinline__ float fht_stage(float *r, int64_t K, int s) {
     return amax;
 }
 
+/* FP8: the codes of four consecutive values v (elements 4 k4 .. 4 k4 + 3 of row t) with the
+ * row's scale s, stored at once (the codes as bytes, or their bf16 values for the exact path). */
+static __device__ __forceinline__ void cuda_qrow_fp8_put4(const cuda_qstage_target &tg, int64_t t, int64_t k4,
+                                                          float4 v, float s) {
+    const uint8_t c0 = fp8_code(v.x, s), c1 = fp8_code(v.y, s), c2 = fp8_code(v.z, s), c3 = fp8_code(v.w, s);
+    if (tg.mode == CUDA_QMODE_FP8_BF16) {
+        __nv_bfloat162 lo = __floats2bfloat162_rn(cuda_e4m3_value(c0), cuda_e4m3_value(c1));
+        __nv_bfloat162 hi = __floats2bfloat162_rn(cuda_e4m3_value(c2), cuda_e4m3_value(c3));
+        uint2 pk;
+        pk.x = *(uint32_t *)&lo, pk.y = *(uint32_t *)&hi;
+        *(uint2 *)((__nv_bfloat16 *)tg.codes + t * tg.K + 4 * k4) = pk;
+    } else {
+        ((uint32_t *)((uint8_t *)tg.codes + t * tg.K))[k4] =
+            (uint32_t)c0 | ((uint32_t)c1 << 8) | ((uint32_t)c2 << 16) | ((uint32_t)c3 << 24);
+    }
+}
+
+static __device__ __forceinline__ float amax4(float a, float4 v) {
+    return fmaxf(a, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
+}
+
 /* Row t of a fused producer: its tg.K values are in shared memory (row, written by this
  * block and followed by a barrier; the rotation works in place); writes the codes of row t
  * at tg.codes + t K and its scale at tg.scales[t], as clef_cuda_fp8_quantize_tokens(_bf16) /
  * clef_cuda_convrot_quantize_tokens (butterfly) would from the same fp32 values. K is a
  * multiple of 4 (16 for FP8, 256 with the rotation: cuda_qstage_claim), the code buffer
  * 256-byte aligned, so the stores go 4 codes at a time. Every thread of the block calls it. */
+static __device__ void cuda_qrow_quantize_max(const cuda_qstage_target &tg, int64_t t, float *row, float *red,
+                                               float fp8_amax);
+
 static __device__ void cuda_qrow_quantize(const cuda_qstage_target &tg, int64_t t, float *row, float *red) {
+    float amax = 0.0f;
+    if (tg.mode == CUDA_QMODE_FP8 || tg.mode == CUDA_QMODE_FP8_BF16)
+        for (int64_t k = threadIdx.x; k < tg.K; k += blockDim.x)
+            amax = fmaxf(amax, fabsf(row[k]));
+    cuda_qrow_quantize_max(tg, t, row, red, amax);
+}
+
+/* cuda_qrow_quantize for a producer that took, as it wrote the row, each thread's largest
+ * magnitude among the values it wrote (fp8_amax; the block's maximum is the same whichever
+ * thread saw which value, so the scale is the same bits): FP8 skips its own pass over the row
+ * for it. INT8 ignores it (its maximum is of the rotated row). */
+static __device__ void cuda_qrow_quantize_max(const cuda_qstage_target &tg, int64_t t, float *row, float *red,
+                                               float fp8_amax) {
     const int64_t K = tg.K;
     if (tg.mode == CUDA_QMODE_FP8 || tg.mode == CUDA_QMODE_FP8_BF16) {
-        float amax = 0.0f;
-        for (int64_t k = threadIdx.x; k < K; k += blockDim.x)
-            amax = fmaxf(amax, fabsf(row[k]));
-        const float s = fp8_row_scale(qrow_block_max(amax, red));
+        const float s = fp8_row_scale(qrow_block_max(fp8_amax, red));
         if (threadIdx.x == 0)
             tg.scales[t] = s;
-        for (int64_t k = threadIdx.x; k < K / 4; k += blockDim.x) {
-            const float4 v = ((const float4 *)row)[k];
-            const uint8_t c0 = fp8_code(v.x, s), c1 = fp8_code(v.y, s), c2 = fp8_code(v.z, s), c3 = fp8_code(v.w, s);
-            if (tg.mode == CUDA_QMODE_FP8_BF16) {
-                __nv_bfloat162 lo = __floats2bfloat162_rn(cuda_e4m3_value(c0), cuda_e4m3_value(c1));
-                __nv_bfloat162 hi = __floats2bfloat162_rn(cuda_e4m3_value(c2), cuda_e4m3_value(c3));
-                uint2 pk;
-                pk.x = *(uint32_t *)&lo, pk.y = *(uint32_t *)&hi;
-                *(uint2 *)((__nv_bfloat16 *)tg.codes + t * K + 4 * k) = pk;
-            } else {
-                ((uint32_t *)((uint8_t *)tg.codes + t * K))[k] =
-                    (uint32_t)c0 | ((uint32_t)c1 << 8) | ((uint32_t)c2 << 16) | ((uint32_t)c3 << 24);
-            }
-        }
+        for (int64_t k = threadIdx.x; k < K / 4; k += blockDim.x)
+            cuda_qrow_fp8_put4(tg, t, k, ((const float4 *)row)[k], s);
         return;
     }
     /* INT8 ConvRot: rotate in place (butterfly), then as k_convrot_quantize_rows */

@@ -220,6 +220,37 @@ int cuda_qstage_mode_of(clef_backend *be, const clef_matrix *w) {
     return CUDA_QMODE_NONE;
 }
 
+/* Whether a matmul on w reads nothing but the hand-off's codes when it finds them (so a producer
+ * whose only reader it is may skip its fp32 output): FP8 and INT8 ConvRot, except the FP8
+ * promoted kernel, which falls back to quantizing x itself where it does not run a layout. */
+int cuda_qstage_codes_only(clef_backend *be, const clef_matrix *w) {
+    cuda_quant_state *st = cuda_quant_state_of(be);
+    if (!st || !st->fused || cuda_qstage_mode_of(be, w) == CUDA_QMODE_NONE)
+        return 0;
+    return !(w->type == CLEF_WTYPE_FP8_E4M3 && cuda_quant_paths_of(st).fp8_promoted);
+}
+
+/* Whether a matmul on w over T rows at x would take the held codes now (cuda_qstage_rows's
+ * own test on the same state, not counted as a use). */
+int cuda_qstage_takes(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w) {
+    const void *codes;
+    const float *scales;
+    return clef_cuda_quant_staged(be, T, x, ldx, w, &codes, &scales);
+}
+
+/* The matmul of rows whose fp32 values were never written (cuda_swiglu_matmul): it must take
+ * the codes, which cuda_qstage_takes said it would; if it did not, its result is wrong, so the
+ * backend fails rather than return it. */
+void cuda_matmul_codes_only(clef_backend *be, int64_t T, const float *x, const clef_matrix *w, float *y, int64_t ldy,
+                            int accumulate, void *scratch) {
+    cuda_quant_state *st = cuda_ctx(be)->quant;
+    const int64_t served = st->fused_served;
+    cuda_matmul(be, T, x, w->cols, w, NULL, y, ldy, accumulate, scratch);
+    if (cuda_ctx(be)->status == CLEF_OK && st->fused_served == served)
+        CUDA_QUANT_FAIL(be, CLEF_ERR_INTERNAL, "CUDA quantized hand-off: a matmul of unwritten rows did not take the "
+                                               "codes");
+}
+
 extern "C" int clef_cuda_quant_staged(clef_backend *be, int64_t T, const float *x, int64_t ldx, const clef_matrix *w,
                                       const void **codes, const float **scales) {
     const int mode = cuda_qstage_mode_of(be, w);
