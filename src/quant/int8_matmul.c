@@ -58,6 +58,18 @@ void clef_convrot_quantize_tokens_fast(const float *x, int64_t ldx, int64_t T, i
 }
 
 
+/* y[t, n] (+)= float(dot) * (sx[t] * sw[n]) (+ bias[n]): the scalar epilogue, one output, in
+ * the order every kernel of this file keeps (the VNNI stores below vectorise the same steps). */
+static inline __attribute__((always_inline)) void
+int8_store_dot(int32_t dot, int64_t t, int64_t n, const float *sx, const float *sw, const float *bias,
+               float *y, int64_t ldy, int accumulate) {
+    float v = (float)dot * (sx[t] * sw[n]);
+    if (bias)
+        v += bias[n];
+    float *dst = y + t * ldy + n;
+    *dst = accumulate ? *dst + v : v;
+}
+
 /* int32 dot products are exact in any order: the C loop below and the AVX2 / AVX-512 tiles
  * give the same bits. */
 static inline __attribute__((always_inline)) void
@@ -71,11 +83,7 @@ int8_rows(const int8_t *qw, const float *sw, int64_t K, int64_t n0, int64_t n1, 
             int32_t acc = 0; /* exact: |acc| <= K * 128 * 128 */
             for (int64_t k = 0; k < K; k++)
                 acc += (int32_t)xt[k] * (int32_t)wn[k];
-            float v = (float)acc * (sx[t] * sw[n]);
-            if (bias)
-                v += bias[n];
-            float *dst = y + t * ldy + n;
-            *dst = accumulate ? *dst + v : v;
+            int8_store_dot(acc, t, n, sx, sw, bias, y, ldy, accumulate);
         }
     }
 }
@@ -121,13 +129,8 @@ CPU_TARGET_AVX2 static void int8_rows_avx2(INT8_ROWS_ARGS) {
                         acc[i][r] = _mm256_add_epi32(acc[i][r], _mm256_madd_epi16(xv[i], wv[r]));
             }
             for (int i = 0; i < 2; i++)
-                for (int r = 0; r < 4; r++) {
-                    float v = (float)hsum_epi32_avx2(acc[i][r]) * (sx[t + i] * sw[n + r]);
-                    if (bias)
-                        v += bias[n + r];
-                    float *dst = y + (t + i) * ldy + n + r;
-                    *dst = accumulate ? *dst + v : v;
-                }
+                for (int r = 0; r < 4; r++)
+                    int8_store_dot(hsum_epi32_avx2(acc[i][r]), t + i, n + r, sx, sw, bias, y, ldy, accumulate);
         }
         if (n_tiles < n1) /* the last rows of these tokens */
             int8_rows(qw, sw, K, n_tiles, n1, 2, qx + t * K, sx + t, bias, y + t * ldy, ldy,
@@ -167,14 +170,9 @@ CPU_TARGET_AVX512 static void int8_rows_avx512(INT8_ROWS_ARGS) {
                         acc[i][r] = _mm512_add_epi32(acc[i][r], _mm512_madd_epi16(xv[i], wv[r]));
             }
             for (int i = 0; i < 4; i++)
-                for (int r = 0; r < 4; r++) {
-                    const int32_t dot = _mm512_reduce_add_epi32(acc[i][r]);
-                    float v = (float)dot * (sx[t + i] * sw[n + r]);
-                    if (bias)
-                        v += bias[n + r];
-                    float *dst = y + (t + i) * ldy + n + r;
-                    *dst = accumulate ? *dst + v : v;
-                }
+                for (int r = 0; r < 4; r++)
+                    int8_store_dot(_mm512_reduce_add_epi32(acc[i][r]), t + i, n + r, sx, sw, bias, y, ldy,
+                                   accumulate);
         }
         if (n_tiles < n1) /* the last rows of these tokens */
             int8_rows(qw, sw, K, n_tiles, n1, 4, qx + t * K, sx + t, bias, y + t * ldy, ldy,
