@@ -14,6 +14,7 @@
  */
 #include "clef.h"
 #include "backbone_records.h"
+#include "gpu_loaded_model.h"
 #include "gpu_test_util.h"
 #include "model/qwen35.h"
 #include "random_release.h"
@@ -23,28 +24,6 @@
 
 static clef_backend *cpu, *gpu;
 
-/* A loaded model and one RunState on the same backend. */
-typedef struct loaded {
-    qwen35_model *m;
-    qwen35_state *s;
-    clef_backend *be;
-} loaded;
-
-static void loaded_free(loaded *l) {
-    qwen35_state_free(l->s);
-    qwen35_free(l->m);
-}
-
-/* Forward n_seqs sequences; copy the [n, D] output to host. */
-static int run(const loaded *l, int64_t n_seqs, const int64_t *seq, const int32_t *ids, float *out) {
-    int st = qwen35_forward(l->m, l->s, n_seqs, seq, ids, NULL);
-    if (st == CLEF_OK)
-        st = clef_backend_synchronize(l->be);
-    if (st != CLEF_OK)
-        return st;
-    return clef_backend_read(l->be, out, qwen35_state_output(l->s),
-                             sizeof(float) * (size_t)(seq[n_seqs] * qwen35_hidden_size(l->m)));
-}
 
 static void check_fixture(const char *name) {
     char dir[256], path[300];

@@ -29,6 +29,7 @@
 #include "clef.h"
 #include "backbone_records.h"
 #include "backbone_weight_bytes.h"
+#include "gpu_loaded_model.h"
 #include "gpu_test_util.h"
 #include "model/qwen35.h"
 #include "test.h"
@@ -38,22 +39,6 @@
 
 static clef_backend *cpu, *gpu;
 
-typedef struct loaded {
-    qwen35_model *m;
-    qwen35_state *s;
-    clef_backend *be;
-} loaded;
-
-/* Forward n_seqs sequences; the [rows, D] output copied to host. */
-static int run(const loaded *l, int64_t n_seqs, const int64_t *seq, const int32_t *ids, float *out) {
-    int st = qwen35_forward(l->m, l->s, n_seqs, seq, ids, NULL);
-    if (st == CLEF_OK)
-        st = clef_backend_synchronize(l->be);
-    if (st != CLEF_OK)
-        return st;
-    return clef_backend_read(l->be, out, qwen35_state_output(l->s),
-                             sizeof(float) * (size_t)(seq[n_seqs] * qwen35_hidden_size(l->m)));
-}
 
 /* Returns the GPU's resident weight bytes of the release (0 if it did not load). */
 static size_t check_precision(const char *name) {
@@ -160,8 +145,8 @@ static size_t check_precision(const char *name) {
                clef_cuda_fp8_gemm_path(gpu));
         free(seq), free(ids), free(hc), free(hg), free(he), free(alone), free(sel), free(alone_fp32);
     }
-    qwen35_state_free(lc.s), qwen35_free(lc.m);
-    qwen35_state_free(lg.s), qwen35_free(lg.m);
+    loaded_free(&lc);
+    loaded_free(&lg);
     records_free(r, n);
     clef_release_free(rel);
     return resident;
