@@ -58,7 +58,9 @@
  * ldmatrix.trans. An earlier form with WMMA fragments and four kernels per segment took
  * 1.57-1.78 ms: WMMA's TF32 fragments loaded through generic addresses, converted by an
  * emulated cvt.rna.tf32 (six instructions an element) and split once per tile instead of once
- * per warp.
+ * per warp. Tried and dropped in run18_gdn4: the pass making exp(gamma) q again from the input
+ * q in the Q' product's fragment layout instead of the fp32 round trip through the scratch
+ * (the same bits, one barrier fewer): 1-4% slower alone (the input rows 32-40 KB apart).
  *
  * CLEF_GDN_RECURRENT (and head dims past 128): the exact token-by-token recurrence with the
  * state held in registers, the reference form. The columns of S (one per value dim) evolve
