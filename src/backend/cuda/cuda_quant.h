@@ -114,9 +114,8 @@ enum {
     CLEF_CUDA_WGMMA_256_PERSIST_TS = 12,
     CLEF_CUDA_WGMMA_INT8_LAST = CLEF_CUDA_WGMMA_256_PERSIST_TS,
     /* for INT8 (the backend's default), per call: 128 x 128 tiles where 128 x 256 ones would
-     * make fewer than 2.5 waves over the SMs (few tokens, narrow outputs), else by layout
-     * CLEF_CUDA_WGMMA_256_PERSIST_TS (K > 8,192) or CLEF_CUDA_WGMMA_PP_128_MC (every INT8 variant
-     * gives the same bits); for the exact FP8 path (its default) the register-widening kernel
+     * make fewer than 2.5 waves over the SMs (few tokens, narrow outputs), else
+     * CLEF_CUDA_WGMMA_256_PERSIST_TS (every INT8 variant gives the same bits); for the exact FP8 path (its default) the register-widening kernel
      * below with tiles chosen per layout, never per row count (fp32 sums: one kernel for every
      * row count keeps a row's result independent of its batch) */
     CLEF_CUDA_WGMMA_AUTO = 100,

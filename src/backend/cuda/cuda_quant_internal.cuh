@@ -36,10 +36,12 @@
  * than 2.5 waves of 128 x 256 tiles; the rest with K > 8,192; the others (H200 run17_i8: per
  * 27B forward of linears 0.88-0.95x run15's choice at 1,502-12,016 rows; run18_i8b: the
  * TMA-store persistent kernel on K > 8,192, the 27B down_proj matmuls 0.93-0.97x the plain
- * persistent kernel's time at 1,502-12,016 rows) */
+ * persistent kernel's time at 1,502-12,016 rows; run18_i8c: with its epilogue's inputs loaded
+ * a box ahead, on every large product, the 27B forward's INT8 matmuls 0.96 / 0.95 / 0.91x the
+ * multicast ping-pong kernel's time at 1,502 / 2,270 / 8,192 rows) */
 #define CUDA_QUANT_INT8_WGMMA_SMALL CLEF_CUDA_WGMMA_128
 #define CUDA_QUANT_INT8_WGMMA_LONG_K CLEF_CUDA_WGMMA_256_PERSIST_TS
-#define CUDA_QUANT_INT8_WGMMA_LARGE CLEF_CUDA_WGMMA_PP_128_MC
+#define CUDA_QUANT_INT8_WGMMA_LARGE CLEF_CUDA_WGMMA_256_PERSIST_TS
 /* NF4 matmuls' GEMM by default (clef_backend_cuda_set_nf4_gemm): the vectorized dequantization
  * (~3.5 TB/s) + cuBLASLt. The fused kernel (mma.sync, ~120-240 TFLOP/s) measured 1.3-3.5x that
  * path's time on every 27B linear at 298-12,016 rows (H200 run16, bench/RESULTS.md), and the

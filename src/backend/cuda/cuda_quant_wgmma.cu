@@ -379,7 +379,9 @@ __device__ __forceinline__ void wg_tile_at(int tile, int mt, int nt, int &mi, in
  * one thread hands each box to a bulk tensor store: the warpgroup goes on to the next box, and
  * after the last to the next tile's wgmmas, while the stores drain. The values are
  * wg_epilogue's (same scaling, bias and accumulate order, a read of y for accumulate), so the
- * same bits; TMA leaves out the rows past T and columns past N. */
+ * same bits; TMA leaves out the rows past T and columns past N. Each box's column scales, bias
+ * and y are loaded while the box before it is written (run18_i8c: loaded after each box's
+ * barrier, they kept the matmul 1-2% behind the ping-pong kernel at 1,502-2,270 rows). */
 #define WG_TS_BOX 8192 /* a 64-row x 32-column box of 4-byte results */
 
 __device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, const void *src, int c0, int c1) {
@@ -396,6 +398,33 @@ __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wa
 /* the 128 threads of consumer warpgroup cw (named barrier 1 + cw; 0 is __syncthreads') */
 __device__ __forceinline__ void wg_bar(int cw) { asm volatile("bar.sync %0, 128;" ::"r"(1 + cw) : "memory"); }
 
+/* what this thread's results in box k (columns n0 + 32 k + 8 jj + 2 (lane % 4) + e, rows
+ * m0w + r_base + 8 h) take besides their sums: the column scales and bias at [2 jj + e], and
+ * with accumulate the y they add to at [h][2 jj + e] (zero where absent or past T / N, never
+ * used there). y's box is not yet stored, so it holds y's value before this matmul. */
+struct wg_ts_in {
+    float sw[8], bias[8], y[2][8];
+};
+template <bool FUSED>
+__device__ __forceinline__ void wg_ts_load(const wg_out &out, int m0w, int r_base, int n0, int k, int T, int N,
+                                           wg_ts_in &in) {
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int jj = 0; jj < 4; jj++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const int n = n0 + 32 * k + 8 * jj + 2 * (lane % 4) + e;
+            in.sw[2 * jj + e] = FUSED && n < N ? out.sw[n] : 0.0f;
+            in.bias[2 * jj + e] = FUSED && n < N && out.bias ? out.bias[n] : 0.0f;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int t = m0w + r_base + 8 * h;
+                in.y[h][2 * jj + e] =
+                    FUSED && out.accumulate && t < T && n < N ? out.y[(int64_t)t * out.ldy + n] : 0.0f;
+            }
+        }
+}
+
 template <class OP, bool FUSED>
 __device__ __forceinline__ void wg_epilogue_tma(const typename OP::acc_t (&d)[128], const wg_out &out,
                                                 const CUtensorMap *map_y, uint8_t *ring, int cw, int m0w, int n0,
@@ -408,9 +437,16 @@ __device__ __forceinline__ void wg_epilogue_tma(const typename OP::acc_t (&d)[12
         const int t = m0w + r_base + 8 * h;
         st[h] = FUSED && t < T ? out.sx[t] : 0.0f;
     }
+    /* a box's column scales, bias and (accumulate) y, loaded a box ahead: issued before the
+     * named barriers that the previous box waits at, they arrive while it is written, where
+     * loads after each barrier (run18_i8b) cost a trip to L2 or HBM every box */
+    wg_ts_in cur, next;
+    wg_ts_load<FUSED>(out, m0w, r_base, n0, 0, T, N, cur);
 #pragma unroll
     for (int k = 0; k < 8; k++) { /* box k: columns n0 + 32 k ... + 31 */
         uint8_t *buf = ring + (k & 1) * WG_TS_BOX;
+        if (k + 1 < 8)
+            wg_ts_load<FUSED>(out, m0w, r_base, n0, k + 1, T, N, next);
         if (leader) /* the store two boxes back (this buffer's) has read it */
             bulk_wait_read<1>();
         wg_bar(cw);
@@ -429,11 +465,11 @@ __device__ __forceinline__ void wg_epilogue_tma(const typename OP::acc_t (&d)[12
                     else {
                         float r = 0.0f;
                         if (t < T && n + e < N) {
-                            r = wg_scale(v, st[h], out.sw[n + e]);
+                            r = wg_scale(v, st[h], cur.sw[2 * jj + e]);
                             if (out.bias)
-                                r = __fadd_rn(r, out.bias[n + e]);
+                                r = __fadd_rn(r, cur.bias[2 * jj + e]);
                             if (out.accumulate)
-                                r = __fadd_rn(out.y[(int64_t)t * out.ldy + n + e], r);
+                                r = __fadd_rn(cur.y[h][2 * jj + e], r);
                         }
                         bits[e] = __float_as_uint(r);
                     }
@@ -449,6 +485,8 @@ __device__ __forceinline__ void wg_epilogue_tma(const typename OP::acc_t (&d)[12
             tma_store_2d(map_y, buf, n0 + 32 * k, m0w);
             bulk_commit();
         }
+        if (k + 1 < 8)
+            cur = next;
     }
 }
 
@@ -907,9 +945,11 @@ static int wg_variant(clef_backend *be, int variant, int64_t T, int64_t N, int64
  * its epilogue a small part; the fewest operand bytes per multiply-add), its results stored by
  * TMA since run18_i8b (the epilogue's stores under the next tile's wgmmas); the others the
  * ping-pong kernel with the weight multicast over two blocks (the epilogue hidden under the
- * other warpgroup's wgmmas; in run18_i8b still the best per forward at 1,502-2,270 rows, against
- * the persistent kernels in clusters of 2 and 2 x 2 and the TMA-store one, which is faster from
- * 8,192 rows on: a choice per row count, left out). Only for int8, whose sums are exact
+ * other warpgroup's wgmmas) until run18_i8c, which loaded the TMA-store epilogue's scales, bias
+ * and accumulated y a box ahead: that kernel is now every large product's (per 27B forward of
+ * INT8 matmuls 0.96 / 0.95 / 0.91x the ping-pong kernel's time at 1,502 / 2,270 / 8,192 rows,
+ * faster on every 9B / 27B shape at 1,502-8,192 rows); the K split stays for
+ * CLEF_CUDA_WGMMA_INT8_LARGE=v,w comparisons. Only for int8, whose sums are exact
  * whatever the kernel (every variant gives the same bits, test_cuda_quant): the bf16 (FP8
  * exact) sums keep one kernel for every row count, so a row's result never depends on the
  * batch it came in. */
