@@ -25,7 +25,8 @@
 # eval: `clef eval --reference BF16 --device cuda` on the decide fixture releases. tpeer9 /
 # tpeer27: transformers bf16 (+ flash-linear-attention from BIN_DIR/whl) on the forward bench's
 # token counts and layers (27B: 16 of 64, as fwd27; peer_transformers.py): the forward table's
-# peer in the same call.
+# peer in the same call. Give them time: on an H200 tpeer27 took ~100-130 s and tpeer9 ~60-80 s
+# for their five shapes (Triton compiles fla's kernels on the first calls; run18_lead_f).
 set -u -o pipefail
 BIN=$1
 LOG=$2
