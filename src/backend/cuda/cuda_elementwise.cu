@@ -26,6 +26,20 @@ __device__ __forceinline__ float softplus_f(float x) { return x > 20.0f ? x : lo
 
 /* ---- conv1d + SiLU ---------------------------------------------------------------------- */
 
+/* The packed sequence that holds `row`: the last s < n_seqs with start[s] <= row (binary search
+ * in the n_seqs + 1 row offsets; empty sequences share an offset with the next one). */
+__device__ __forceinline__ int64_t conv_seq_of(const int32_t *start, int64_t n_seqs, int64_t row) {
+    int64_t lo = 0, hi = n_seqs - 1;
+    while (lo < hi) {
+        int64_t mid = (lo + hi + 1) / 2;
+        if (start[mid] <= row)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
 /* With packed sequences (start: n_seqs + 1 row offsets in device memory), row i of sequence s
  * is its token i - start[s]: taps never reach into the previous sequence; prev holds
  * [n_seqs, K-1, C]. A thread owns one channel of the rows blockIdx.y, blockIdx.y + gridDim.y,
@@ -37,17 +51,8 @@ __global__ void k_conv1d_silu(int64_t T, int64_t C, int64_t K, const float *x, i
         return;
     for (int64_t row = blockIdx.y; row < T; row += gridDim.y) {
         int64_t s = 0, t = row;
-        if (start) { /* the sequence of this row: binary search in the offsets */
-            int64_t lo = 0, hi = n_seqs - 1;
-            while (lo < hi) {
-                int64_t mid = (lo + hi + 1) / 2;
-                if (start[mid] <= row)
-                    lo = mid;
-                else
-                    hi = mid - 1;
-            }
-            s = lo, t = row - start[s];
-        }
+        if (start) /* the sequence of this row */
+            s = conv_seq_of(start, n_seqs, row), t = row - start[s];
         const float *xs0 = x + (row - t) * ldx;
         const float *ps = prev ? prev + s * (K - 1) * C : NULL;
         float acc = 0.0f;
@@ -82,17 +87,8 @@ __global__ void k_conv1d_silu_run(int64_t T, int64_t C, const float *x, int64_t 
     for (int k = 0; k < K; k++)
         wk[k] = w[c * K + k];
     int64_t s = 0, begin = 0, next = INT64_MAX;
-    if (start) { /* the sequence of row r0: binary search in the offsets */
-        int64_t lo = 0, hi = n_seqs - 1;
-        while (lo < hi) {
-            int64_t mid = (lo + hi + 1) / 2;
-            if (start[mid] <= r0)
-                lo = mid;
-            else
-                hi = mid - 1;
-        }
-        s = lo, begin = start[s], next = start[s + 1];
-    }
+    if (start) /* the sequence of row r0 */
+        s = conv_seq_of(start, n_seqs, r0), begin = start[s], next = start[s + 1];
 #pragma unroll
     for (int k = 1; k < K; k++) { /* rows r0 - K + 1 .. r0 - 1 (masked below where outside the sequence) */
         const int64_t src = r0 - K + k;
@@ -152,17 +148,8 @@ __global__ void __launch_bounds__(CONV_VEC_THREADS)
         in[i] = src >= 0 && i < n + K - 1 ? *(const float4 *)(x + src * ldx + c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
     int64_t s = 0, begin = 0, next = INT64_MAX;
-    if (start) { /* the sequence of row r0: binary search in the offsets */
-        int64_t lo = 0, hi = n_seqs - 1;
-        while (lo < hi) {
-            int64_t mid = (lo + hi + 1) / 2;
-            if (start[mid] <= r0)
-                lo = mid;
-            else
-                hi = mid - 1;
-        }
-        s = lo, begin = start[s], next = start[s + 1];
-    }
+    if (start) /* the sequence of row r0 */
+        s = conv_seq_of(start, n_seqs, r0), begin = start[s], next = start[s + 1];
 #pragma unroll
     for (int i = 0; i < CONV_RUN; i++) {
         if (i >= n)
